@@ -1,0 +1,1 @@
+"""py_trees leaves: each wraps one skill, declares its blackboard keys and commands drivers."""

@@ -1,0 +1,1 @@
+"""Hardware and simulation behind small interfaces: robot arm, camera, docking latch, sim world."""

@@ -1,0 +1,236 @@
+"""Read and write camera intrinsics files.
+
+Two formats are read, both keyed by the names OpenCV's calibration sample writes
+(``samples/cpp/calibration.cpp`` and the ``camera_calibration`` tutorial):
+
+* **OpenCV FileStorage** (YAML, JSON or XML) as written by ``cv2.FileStorage``::
+
+      %YAML 1.2
+      ---
+      image_width: 1280
+      image_height: 720
+      camera_matrix: !!opencv-matrix {rows: 3, cols: 3, dt: d, data: [...]}
+      distortion_coefficients: !!opencv-matrix {rows: 5, cols: 1, dt: d, data: [...]}
+
+  Other keys the sample writes (``avg_reprojection_error``, ``extrinsic_parameters``, ...) are
+  ignored.
+
+* **Plain YAML** (orbitree's own, easy to write by hand), the same keys as plain values::
+
+      image_width: 1280
+      image_height: 720
+      camera_matrix: [[900.0, 0.0, 640.0], [0.0, 900.0, 360.0], [0.0, 0.0, 1.0]]
+      distortion_coefficients: [0.1, -0.05, 0.0, 0.0, 0.0]
+
+  ``camera_matrix`` may also be nine numbers row by row, or be replaced by ``fx``, ``fy``,
+  ``cx``, ``cy``.
+
+A file is treated as FileStorage when it is XML, starts with a ``%YAML`` directive or mentions
+``opencv-matrix``; otherwise it is loaded with ``yaml.safe_load``.
+
+Distortion: :class:`CameraIntrinsics` carries OpenCV's five coefficients (k1, k2, p1, p2, k3).
+Four coefficients are padded with k3 = 0; longer vectors (rational, thin-prism, tilted models)
+are accepted only when the extra terms are zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import yaml
+from orbitree.drivers.interfaces import CameraIntrinsics
+
+__all__ = ["CalibrationFileError", "load_intrinsics", "save_intrinsics"]
+
+_MATRIX_KEY = "camera_matrix"
+_DIST_KEY = "distortion_coefficients"
+_WIDTH_KEY = "image_width"
+_HEIGHT_KEY = "image_height"
+
+
+class CalibrationFileError(ValueError):
+    """A calibration file is missing, unreadable or lacks a required value."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = Path(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+def load_intrinsics(path: str | Path) -> CameraIntrinsics:
+    """Load camera intrinsics from an OpenCV FileStorage file or a plain YAML file.
+
+    Raises :class:`CalibrationFileError` naming the file and what is missing or malformed.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CalibrationFileError(path, "calibration file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CalibrationFileError(path, f"cannot read calibration file ({exc})") from exc
+    reader = _read_file_storage if _is_file_storage(path, text) else _read_plain_yaml
+    return _build(path, reader(path, text))
+
+
+def save_intrinsics(path: str | Path, intrinsics: CameraIntrinsics) -> None:
+    """Write ``intrinsics`` with ``cv2.FileStorage`` (JSON for ``.json``, XML for ``.xml``,
+    YAML otherwise), readable by :func:`load_intrinsics` and by OpenCV tools."""
+    path = Path(path)
+    flags = cv2.FILE_STORAGE_WRITE
+    if path.suffix.lower() == ".json":
+        flags |= cv2.FILE_STORAGE_FORMAT_JSON
+    storage = cv2.FileStorage(str(path), flags)
+    if not storage.isOpened():
+        raise CalibrationFileError(path, "cannot open calibration file for writing")
+    try:
+        storage.write(_WIDTH_KEY, int(intrinsics.width))
+        storage.write(_HEIGHT_KEY, int(intrinsics.height))
+        storage.write(_MATRIX_KEY, np.asarray(intrinsics.camera_matrix, dtype=np.float64))
+        dist = np.asarray(intrinsics.dist_coeffs, dtype=np.float64).reshape(-1, 1)
+        storage.write(_DIST_KEY, dist)
+    finally:
+        storage.release()
+
+
+def _is_file_storage(path: Path, text: str) -> bool:
+    if path.suffix.lower() == ".xml":
+        return True
+    return text.lstrip().startswith("%YAML") or "opencv-matrix" in text
+
+
+def _read_file_storage(path: Path, _text: str) -> dict[str, Any]:
+    try:
+        storage = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)
+    except (cv2.error, SystemError) as exc:  # OpenCV 5 wraps parse errors in SystemError
+        raise CalibrationFileError(
+            path, f"not a valid OpenCV FileStorage file ({_cv_reason(exc)})"
+        ) from exc
+    if not storage.isOpened():
+        raise CalibrationFileError(path, "OpenCV FileStorage could not open the file")
+    try:
+        raw: dict[str, Any] = {}
+        for key in (_MATRIX_KEY, _DIST_KEY):
+            node = storage.getNode(key)
+            if not (node.empty() or node.isNone()):
+                raw[key] = _read_matrix_node(path, key, node)
+        for key in (_WIDTH_KEY, _HEIGHT_KEY):
+            node = storage.getNode(key)
+            if node.empty() or node.isNone():
+                continue
+            raw[key] = node.real() if (node.isInt() or node.isReal()) else node.string()
+        return raw
+    finally:
+        storage.release()
+
+
+def _read_matrix_node(path: Path, key: str, node: cv2.FileNode) -> Any:
+    if node.isSeq():
+        return [node.at(i).real() for i in range(node.size())]
+    if node.isMap():
+        try:
+            matrix = node.mat()
+        except cv2.error as exc:
+            raise CalibrationFileError(
+                path, f"{key!r} is not a readable opencv-matrix ({_cv_reason(exc)})"
+            ) from exc
+        if matrix is not None:
+            return matrix
+    return node.string() or "<not a matrix>"
+
+
+def _cv_reason(exc: BaseException) -> str:
+    cause = exc.__cause__ if isinstance(exc.__cause__, cv2.error) else exc
+    message = getattr(cause, "msg", None) or str(cause)
+    return " ".join(message.split())
+
+
+def _read_plain_yaml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CalibrationFileError(path, f"malformed YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise CalibrationFileError(
+            path, f"expected a mapping of calibration keys, got {type(data).__name__}"
+        )
+    if _MATRIX_KEY not in data and all(k in data for k in ("fx", "fy", "cx", "cy")):
+        data = dict(data)
+        data[_MATRIX_KEY] = [
+            [data["fx"], 0.0, data["cx"]],
+            [0.0, data["fy"], data["cy"]],
+            [0.0, 0.0, 1.0],
+        ]
+    return data
+
+
+def _build(path: Path, raw: dict[str, Any]) -> CameraIntrinsics:
+    missing = [k for k in (_MATRIX_KEY, _DIST_KEY, _WIDTH_KEY, _HEIGHT_KEY) if k not in raw]
+    if missing:
+        raise CalibrationFileError(
+            path,
+            f"missing {', '.join(repr(k) for k in missing)} (a calibration file needs "
+            f"{_MATRIX_KEY!r} 3x3, {_DIST_KEY!r} (4 or 5 values), {_WIDTH_KEY!r} and "
+            f"{_HEIGHT_KEY!r} in pixels)",
+        )
+    return CameraIntrinsics(
+        camera_matrix=_camera_matrix(path, raw[_MATRIX_KEY]),
+        dist_coeffs=_dist_coeffs(path, raw[_DIST_KEY]),
+        width=_positive_int(path, _WIDTH_KEY, raw[_WIDTH_KEY]),
+        height=_positive_int(path, _HEIGHT_KEY, raw[_HEIGHT_KEY]),
+    )
+
+
+def _as_float_array(path: Path, key: str, value: Any) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationFileError(path, f"{key!r} must be numbers, got {value!r}") from exc
+    if not np.all(np.isfinite(array)):
+        raise CalibrationFileError(path, f"{key!r} contains non-finite values: {value!r}")
+    return array
+
+
+def _camera_matrix(path: Path, value: Any) -> np.ndarray:
+    matrix = _as_float_array(path, _MATRIX_KEY, value)
+    if matrix.size != 9:
+        raise CalibrationFileError(path, f"{_MATRIX_KEY!r} must be 3x3, got shape {matrix.shape}")
+    matrix = matrix.reshape(3, 3)
+    if matrix[0, 0] <= 0 or matrix[1, 1] <= 0:
+        raise CalibrationFileError(
+            path,
+            f"{_MATRIX_KEY!r} focal lengths must be > 0, got fx={matrix[0, 0]}, fy={matrix[1, 1]}",
+        )
+    if not np.allclose(matrix[2], [0.0, 0.0, 1.0]):
+        raise CalibrationFileError(
+            path, f"{_MATRIX_KEY!r} last row must be [0, 0, 1], got {matrix[2].tolist()}"
+        )
+    return matrix
+
+
+def _dist_coeffs(path: Path, value: Any) -> np.ndarray:
+    coeffs = _as_float_array(path, _DIST_KEY, value).ravel()
+    if coeffs.size == 4:
+        return np.append(coeffs, 0.0)
+    if coeffs.size == 5:
+        return coeffs
+    if coeffs.size in (8, 12, 14) and np.allclose(coeffs[5:], 0.0):
+        return coeffs[:5].copy()
+    raise CalibrationFileError(
+        path,
+        f"{_DIST_KEY!r} must hold 4 or 5 values (k1, k2, p1, p2[, k3]); got {coeffs.size}"
+        + (" with non-zero higher-order terms" if coeffs.size in (8, 12, 14) else ""),
+    )
+
+
+def _positive_int(path: Path, key: str, value: Any) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise CalibrationFileError(path, f"{key!r} must be an integer, got {value!r}") from exc
+    if number <= 0 or number != int(number):
+        raise CalibrationFileError(path, f"{key!r} must be a positive integer, got {value!r}")
+    return int(number)

@@ -1,0 +1,246 @@
+"""``CvCamera``: the ``Camera`` protocol over ``cv2.VideoCapture``.
+
+A USB/V4L2 device index, a video file or a stream URL (RTSP, HTTP MJPEG, GStreamer pipeline)
+is opened in ``setup()``; the requested resolution (by default the calibration's image size) is
+asked of the device and the delivered size is checked against the calibration, because
+intrinsics calibrated at one resolution are wrong at another. Intrinsics come from a calibration
+file (see :mod:`orbitree.drivers.calibration_io`).
+
+``read()`` never waits for the device in the default threaded mode: a background thread grabs
+frames as the device produces them and ``read()`` hands out the newest one once, returning None
+when no new frame has arrived since the last call (the Camera contract). Each frame is stamped
+with the injected ``clock`` right after ``grab()`` returns, the closest software instant to the
+exposure. With ``threaded=False`` ``read()`` grabs synchronously (blocks for up to a frame
+period; used by tests and by file playback).
+
+Usage::
+
+    camera = CvCamera("wrist_cam", 0, "calib/wrist_cam.yaml")
+    camera.setup()                 # raises CameraOpenError / CalibrationFileError
+    frame = camera.read()          # Frame(image, stamp) or None
+    camera.shutdown()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import cv2
+import numpy as np
+from orbitree.drivers.calibration_io import load_intrinsics
+from orbitree.drivers.interfaces import CameraIntrinsics, Frame
+
+__all__ = ["CameraOpenError", "CvCamera", "VideoCaptureLike"]
+
+_log = logging.getLogger(__name__)
+
+
+class VideoCaptureLike(Protocol):
+    """The part of ``cv2.VideoCapture`` that CvCamera uses."""
+
+    def isOpened(self) -> bool: ...
+
+    def set(self, prop_id: int, value: float) -> bool: ...
+
+    def get(self, prop_id: int) -> float: ...
+
+    def grab(self) -> bool: ...
+
+    def retrieve(self) -> tuple[bool, np.ndarray | None]: ...
+
+    def release(self) -> None: ...
+
+
+class CameraOpenError(RuntimeError):
+    """The capture device could not be opened or does not deliver what was asked."""
+
+
+class CvCamera:
+    """A camera read through OpenCV's ``VideoCapture``.
+
+    Parameters
+    ----------
+    name : driver name used in messages and frame metadata.
+    source : device index (``0`` or ``"0"``), video file path or stream URL.
+    calibration : calibration file with the intrinsics (OpenCV FileStorage or plain YAML).
+    width, height : requested resolution in pixels; default: the calibration's image size.
+    fps : requested frame rate, if any.
+    grey : deliver (H, W) uint8 grey images instead of (H, W, 3) BGR.
+    threaded : grab in a background thread so that ``read()`` never blocks.
+    api_preference : an OpenCV ``cv2.CAP_*`` backend (e.g. ``cv2.CAP_V4L2``), or None.
+    clock : time source for frame stamps (s); the executive passes its own clock.
+    capture_factory : builds the capture, ``factory(source)`` or
+        ``factory(source, api_preference)``; tests pass a fake.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        source: int | str,
+        calibration: str | Path,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        fps: float | None = None,
+        grey: bool = False,
+        threaded: bool = True,
+        api_preference: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        capture_factory: Callable[..., VideoCaptureLike] | None = None,
+    ) -> None:
+        if (width is None) != (height is None):
+            raise ValueError(f"camera {name!r}: give both width and height or neither")
+        self.name = name
+        self.source = int(source) if isinstance(source, str) and source.isdigit() else source
+        self.calibration = Path(calibration)
+        self.requested_size = (width, height) if width is not None else None
+        self.fps = fps
+        self.grey = grey
+        self.threaded = threaded
+        self.api_preference = api_preference
+        self._clock = clock
+        self._capture_factory = capture_factory or cv2.VideoCapture
+        self._intrinsics: CameraIntrinsics | None = None
+        self._capture: VideoCaptureLike | None = None
+        self._sequence = 0
+        self._grabber: _Grabber | None = None
+
+    @property
+    def intrinsics(self) -> CameraIntrinsics:
+        if self._intrinsics is None:
+            # AttributeError (not RuntimeError) keeps isinstance(cam, Camera) usable pre-setup.
+            raise AttributeError(
+                f"camera {self.name!r}: intrinsics are loaded from {self.calibration} in "
+                "setup(); call setup() first"
+            )
+        return self._intrinsics
+
+    def setup(self) -> None:
+        """Load the calibration, open the device, request the resolution and check it."""
+        if self._capture is not None:
+            return
+        intrinsics = load_intrinsics(self.calibration)
+        width, height = self.requested_size or (intrinsics.width, intrinsics.height)
+        capture = self._open()
+        try:
+            capture.set(cv2.CAP_PROP_FRAME_WIDTH, float(width))
+            capture.set(cv2.CAP_PROP_FRAME_HEIGHT, float(height))
+            if self.fps is not None:
+                capture.set(cv2.CAP_PROP_FPS, float(self.fps))
+            # Keep the driver queue short so that frames are fresh, where the backend allows.
+            capture.set(cv2.CAP_PROP_BUFFERSIZE, 1.0)
+            first = self._grab_once(capture)
+            if first is None:
+                raise CameraOpenError(
+                    f"camera {self.name!r}: {self.source!r} opened but delivered no frame"
+                )
+            self._check_size(first.image, intrinsics)
+        except BaseException:
+            capture.release()
+            raise
+        self._intrinsics = intrinsics
+        self._capture = capture
+        if self.threaded:
+            self._grabber = _Grabber(self.name, lambda: self._grab_once(capture))
+            self._grabber.start()
+
+    def read(self) -> Frame | None:
+        """The newest frame not returned before, or None (no new frame, or the grab failed)."""
+        if self._capture is None:
+            raise RuntimeError(f"camera {self.name!r}: read() before setup()")
+        if self._grabber is not None:
+            return self._grabber.take()
+        return self._grab_once(self._capture)
+
+    def shutdown(self) -> None:
+        """Stop the grab thread and release the device. Safe to call twice."""
+        grabber, self._grabber = self._grabber, None
+        if grabber is not None:
+            grabber.stop()
+        capture, self._capture = self._capture, None
+        if capture is not None:
+            capture.release()
+
+    def _open(self) -> VideoCaptureLike:
+        try:
+            if self.api_preference is None:
+                capture = self._capture_factory(self.source)
+            else:
+                capture = self._capture_factory(self.source, self.api_preference)
+        except (cv2.error, OSError) as exc:
+            raise CameraOpenError(
+                f"camera {self.name!r}: cannot open {self.source!r} ({exc})"
+            ) from exc
+        if not capture.isOpened():
+            capture.release()
+            raise CameraOpenError(
+                f"camera {self.name!r}: cannot open {self.source!r}: check the device index or "
+                "URL, that no other program holds the device, and its permissions"
+            )
+        return capture
+
+    def _grab_once(self, capture: VideoCaptureLike) -> Frame | None:
+        if not capture.grab():
+            return None
+        stamp = self._clock()
+        ok, image = capture.retrieve()
+        if not ok or image is None:
+            return None
+        if self.grey and image.ndim == 3:
+            image = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+        self._sequence += 1
+        return Frame(image=image, stamp=stamp, meta={"camera": self.name, "seq": self._sequence})
+
+    def _check_size(self, image: np.ndarray, intrinsics: CameraIntrinsics) -> None:
+        height, width = image.shape[:2]
+        if (width, height) != (intrinsics.width, intrinsics.height):
+            raise CameraOpenError(
+                f"camera {self.name!r}: {self.source!r} delivers {width}x{height} but "
+                f"{self.calibration} was calibrated at {intrinsics.width}x{intrinsics.height}; "
+                "request the calibrated size or recalibrate at this one"
+            )
+
+
+class _Grabber:
+    """Grabs frames in a daemon thread and keeps only the newest one."""
+
+    def __init__(self, name: str, grab: Callable[[], Frame | None]) -> None:
+        self._grab = grab
+        self._lock = threading.Lock()
+        self._latest: Frame | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"grab-{name}", daemon=True)
+        self._failures = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def take(self) -> Frame | None:
+        with self._lock:
+            frame, self._latest = self._latest, None
+        return frame
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                frame = self._grab()
+            except cv2.error as exc:
+                _log.warning("%s: grab failed: %s", self._thread.name, exc)
+                frame = None
+            if frame is None:
+                # A failed grab returns at once on some backends: do not spin.
+                self._failures += 1
+                self._stop.wait(min(0.001 * self._failures, 0.1))
+                continue
+            self._failures = 0
+            with self._lock:
+                self._latest = frame

@@ -1,0 +1,264 @@
+"""Rendering core of the simulated camera: textured planar patches seen through a distorted lens.
+
+Every visible thing is a planar patch with a texture: the markers (real ArUco images from
+``cv2.aruco.generateImageMarker`` with their white border), the plate they are printed on, the
+table. A patch is drawn by inverse mapping: for each output pixel the *undistorted* viewing ray
+(a per-camera lookup table, computed once with ``cv2.undistortPoints``) is sent through the
+homography plane → camera, inverted, to texture coordinates, and the texture is sampled there.
+So lens distortion is exact per pixel and nothing is resampled twice.
+
+Anti-aliasing: inside the patch's bounding box the rays are supersampled ``k x k`` per pixel
+(bilinear interpolation of the ray table, exact to well below 1e-3 px for smooth distortion),
+the texture is sampled bilinearly and the samples are box-averaged (``INTER_AREA``), i.e. each
+pixel integrates the scene over its area. Marker textures come as a pyramid of exact power-of-two
+resolutions (1 texel = half a border width at level 0) and the level is chosen so that one texel
+spans 1/k to 2/k output pixels: the bilinear ramp of a black/white edge is then wider than the
+sample spacing, so a rendered edge moves continuously with the pose (no 1/k quantisation bias)
+and stays sharp (ramp under half a pixel).
+
+Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``.
+
+Conventions: continuous texture coordinates put texel ``(i, j)`` on ``[j, j+1) x [i, i+1)``;
+OpenCV's image functions put pixel centres on integers, hence the half-texel shifts below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+NEAR_Z_M = 1e-3
+ROI_PAD_PX = 3
+
+
+def _half_texel_shift() -> np.ndarray:
+    return np.array([[1.0, 0.0, -0.5], [0.0, 1.0, -0.5], [0.0, 0.0, 1.0]])
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A planar textured patch fixed to a body.
+
+    levels : texture pyramid, each (h, w, 2) float32 premultiplied ``(albedo*alpha, alpha)``;
+        level ``l`` has ``2**l`` times the resolution of level 0 (or a single level).
+    tex2plane : (3, 3) homography from level-0 continuous texture coordinates to plane
+        coordinates (s, t), metres.
+    plane2body : (3, 3) columns ``[e1, e2, origin]``: the body point of plane coordinates (s, t)
+        is ``s*e1 + t*e2 + origin``.
+    supersample : k, samples per pixel side inside the patch's bounding box.
+    marker_id : the ArUco id printed on the patch, if any.
+    """
+
+    levels: tuple[np.ndarray, ...]
+    tex2plane: np.ndarray
+    plane2body: np.ndarray
+    supersample: int = 4
+    marker_id: int | None = None
+    outline_plane: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        h, w = self.levels[0].shape[:2]
+        outline = np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]])
+        pts = cv2.perspectiveTransform(outline[None], self.tex2plane)[0]
+        object.__setattr__(self, "outline_plane", pts)
+
+    def outline_body(self) -> np.ndarray:
+        """(4, 3) outer corners of the texture in the body frame."""
+        st1 = np.column_stack([self.outline_plane, np.ones(4)])
+        return st1 @ self.plane2body.T
+
+    def with_levels(self, levels: tuple[np.ndarray, ...]) -> Patch:
+        """The same geometry with another texture pyramid (same level-0 size)."""
+        return Patch(levels, self.tex2plane, self.plane2body, self.supersample, self.marker_id)
+
+
+def plane_basis(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal in-plane basis of >= 3 coplanar points (N, 3).
+
+    Returns ``plane2body`` (3, 3) with columns e1, e2, origin (origin = first point, e1 towards
+    the second point) and the points' plane coordinates (N, 2).
+    """
+    origin = points[0]
+    e1 = points[1] - origin
+    e1 /= np.linalg.norm(e1)
+    normal = np.cross(points[1] - origin, points[-1] - origin)
+    normal /= np.linalg.norm(normal)
+    e2 = np.cross(normal, e1)
+    plane2body = np.column_stack([e1, e2, origin])
+    rel = points - origin
+    return plane2body, np.column_stack([rel @ e1, rel @ e2])
+
+
+def premultiplied(albedo: np.ndarray, alpha: np.ndarray | None = None) -> np.ndarray:
+    """(h, w, 2) float32 texture from an albedo map in [0, 1] and an optional coverage map."""
+    albedo = albedo.astype(np.float32)
+    alpha = np.ones_like(albedo) if alpha is None else alpha.astype(np.float32)
+    return np.dstack([albedo * alpha, alpha])
+
+
+def marker_texture_levels(
+    dictionary: cv2.aruco.Dictionary,
+    marker_id: int,
+    bits: int,
+    border_ratio: float,
+    black: float,
+    white: float,
+    n_levels: int,
+) -> tuple[np.ndarray, ...]:
+    """Pyramid of marker images (black square plus white border), exact cell boundaries.
+
+    At level 0 a cell is 2 texels and the white border ``2 * border_ratio * (bits + 2)``
+    texels (``border_ratio`` = border width / marker side, must make that an integer).
+    """
+    cells = bits + 2
+    border0 = 2 * border_ratio * cells
+    if abs(border0 - round(border0)) > 1e-6:
+        raise ValueError(f"border/side ratio {border_ratio} does not fit a half-cell grid")
+    levels = []
+    for level in range(n_levels):
+        scale = 2**level
+        side = 2 * cells * scale
+        img = cv2.aruco.generateImageMarker(dictionary, marker_id, side, borderBits=1)
+        pad = round(border0) * scale
+        img = cv2.copyMakeBorder(img, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=255)
+        albedo = np.where(img > 127, white, black)
+        levels.append(premultiplied(albedo))
+    return tuple(levels)
+
+
+def marker_patch(
+    corners_body: np.ndarray,
+    levels: tuple[np.ndarray, ...],
+    border_texels: int,
+    marker_id: int,
+    supersample: int = 4,
+) -> Patch:
+    """A marker printed so that its black square's corners land on ``corners_body`` (4, 3)."""
+    plane2body, st = plane_basis(corners_body)
+    size = levels[0].shape[0]
+    lo, hi = float(border_texels), float(size - border_texels)
+    tex = np.array([[lo, lo], [hi, lo], [hi, hi], [lo, hi]], dtype=np.float32)
+    tex2plane = cv2.getPerspectiveTransform(tex, st.astype(np.float32))
+    return Patch(levels, tex2plane.astype(np.float64), plane2body, supersample, marker_id)
+
+
+def rect_patch(
+    texture: np.ndarray, width_m: float, height_m: float, center2body: np.ndarray, supersample: int
+) -> Patch:
+    """A rectangular texture centred on ``center2body`` (4, 4), its x/y axes along the texture's
+    u / -v (the texture is seen upright from +z of that frame)."""
+    h, w = texture.shape[:2]
+    tex2plane = np.array(
+        [[width_m / w, 0, -width_m / 2], [0, height_m / h, -height_m / 2], [0, 0, 1]]
+    )
+    rot, origin = center2body[:3, :3], center2body[:3, 3]
+    plane2body = np.column_stack([rot[:, 0], -rot[:, 1], origin])
+    return Patch((texture,), tex2plane, plane2body, supersample)
+
+
+@dataclass
+class RayTable:
+    """Undistorted normalised viewing ray (x, y) of every pixel centre, (H, W, 2) float32."""
+
+    camera_matrix: np.ndarray
+    dist_coeffs: np.ndarray
+    width: int
+    height: int
+    rays: np.ndarray = field(init=False, repr=False)
+    rays_min: np.ndarray = field(init=False, repr=False)
+    rays_max: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        ys, xs = np.mgrid[0 : self.height, 0 : self.width].astype(np.float64)
+        pix = np.stack([xs.ravel(), ys.ravel()], axis=1)[:, None, :]
+        criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
+        und = cv2.undistortPoints(pix, self.camera_matrix, self.dist_coeffs, criteria=criteria)
+        self.rays = und.reshape(self.height, self.width, 2).astype(np.float32)
+        self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
+        self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
+
+
+def _choose_level(patch: Patch, corners_px: np.ndarray, k: int) -> tuple[int, float]:
+    """Pyramid level whose texel spans 2/k to 4/k output pixels, and that texel size (px)."""
+    h0 = patch.levels[0].shape[0]
+    side_px = float(np.mean(np.linalg.norm(np.roll(corners_px, -1, axis=0) - corners_px, axis=1)))
+    px_per_texel0 = side_px / h0
+    level = 0
+    while level + 1 < len(patch.levels) and px_per_texel0 / 2**level > 4.0 / k:
+        level += 1
+    return level, px_per_texel0 / 2**level
+
+
+def render_patch(
+    canvas: np.ndarray,
+    patch: Patch,
+    body2cam: np.ndarray,
+    table: RayTable,
+    project: Callable[[np.ndarray], np.ndarray],
+) -> None:
+    """Composite one patch over ``canvas`` (H, W) float32 albedo, in place."""
+    plane2cam = body2cam[:3, :3] @ patch.plane2body
+    plane2cam[:, 2] += body2cam[:3, 3]
+    outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
+    in_front = outline_cam[:, 2] > NEAR_Z_M
+    if not in_front.any():
+        return
+    height, width = canvas.shape
+    k = patch.supersample
+    level = 0
+    if in_front.all():
+        corners_px = project(outline_cam)
+        level, texel_px = _choose_level(patch, corners_px, k)
+        pad = ROI_PAD_PX + int(np.ceil(texel_px))  # the bilinear ramp reaches half a texel out
+        x0, y0 = np.floor(corners_px.min(axis=0)).astype(int) - pad
+        x1, y1 = np.ceil(corners_px.max(axis=0)).astype(int) + pad + 1
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
+        if x0 >= x1 or y0 >= y1:
+            return
+    else:
+        x0, y0, x1, y1 = 0, 0, width, height
+    texture = patch.levels[level]
+    scale = np.diag([2.0**level, 2.0**level, 1.0])
+    ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
+    rays = table.rays[y0:y1, x0:x1]
+    h, w = rays.shape[:2]
+    if k > 1:
+        rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
+    if in_front.all() or _rays_all_in_front(table, plane2cam):
+        coords = cv2.perspectiveTransform(rays, ray2tex)
+    else:
+        coords = _rays_to_texture_clipped(rays, ray2tex, plane2cam)
+    sample = cv2.remap(
+        texture, coords[..., 0], coords[..., 1], cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0, 0.0, 0.0, 0.0),
+    )
+    if k > 1:
+        sample = cv2.resize(sample, (w, h), interpolation=cv2.INTER_AREA)
+    roi = canvas[y0:y1, x0:x1]
+    roi *= 1.0 - sample[..., 1]
+    roi += sample[..., 0]
+
+
+def _rays_all_in_front(table: RayTable, plane2cam: np.ndarray) -> bool:
+    """True when every pixel's ray meets the patch's plane in front of the camera (the plane's
+    horizon is out of view): the test is linear in the ray, so the ray bounding box decides."""
+    (x0, y0), (x1, y1) = table.rays_min, table.rays_max
+    corners = np.array([[x0, y0, 1.0], [x1, y0, 1.0], [x1, y1, 1.0], [x0, y1, 1.0]])
+    return bool(np.all(corners @ np.linalg.inv(plane2cam)[2] > 0))
+
+
+def _rays_to_texture_clipped(
+    rays: np.ndarray, ray2tex: np.ndarray, plane2cam: np.ndarray
+) -> np.ndarray:
+    """Texture coordinates of rays for a patch that crosses the camera plane; rays meeting the
+    patch's plane behind the camera get coordinates far outside the texture."""
+    homog = cv2.transform(rays, ray2tex)  # (u, v, w) per ray
+    behind = ~(cv2.transform(rays, np.linalg.inv(plane2cam)[2:3]).reshape(rays.shape[:2]) > 0)
+    w = homog[..., 2]
+    w[behind | (np.abs(w) < 1e-12)] = 1e-12
+    uv = homog[..., :2] / w[..., None]
+    uv[behind] = -1e6
+    return uv

@@ -1,0 +1,526 @@
+"""Simulated UR10e: the ``Robot`` protocol on the kinematics of ``orbitree.skills.kinematics``.
+
+Time. Nothing moves by itself: the sim world calls ``step(dt)`` once per tick, in lockstep with
+the executive. ``step`` integrates the arm in control periods of ``period`` (default 2 ms, the
+e-Series 500 Hz), explicit Euler on the joint velocities. The *command period* is the time one
+command is meant to cover: ``command_period`` if given, else the ``dt`` of the current ``step``.
+
+Motion modes (a new command replaces the running one, as on the UR controller):
+
+* ``speed_l(twist, a)``: the reference twist ramps to the command at ``a`` (m/s² linear, rad/s²
+  angular, like URScript's ``speedl``); joint velocities by damped least squares (DLS). Watchdog:
+  if ``speed_l`` is not refreshed within ``watchdog_timeout`` (default 3 command periods) the
+  command becomes zero and the arm ramps to rest at the same ``a``.
+* ``servo_l(pose)``: the TCP moves on a straight line so as to reach ``pose`` one command period
+  after the call (then holds it); the speed is capped so the joints can brake within the
+  acceleration limit.
+* ``move_l(pose, v, a)``: straight line, trapezoidal profile on the longer of the linear (m)
+  and angular (rad) distances, tracked with feed-forward plus feedback; done when within 10 µm
+  and 1e-4 rad of the goal after the profile ends. ``move_j(q, v, a)``: trapezoidal profile on
+  the joint with the longest travel, the others synchronised. Both are non-blocking; poll
+  ``motion_done``.
+* ``stop()``: all joints decelerate together (direction kept) at the joint acceleration limit;
+  the arm is at rest after ``max_i |qd_i| / a_max`` (rounded up to a period).
+
+What clips (the arm moves slower, direction kept, no error):
+
+* a commanded twist (``speed_l``, ``servo_l``, ``move_l`` speed) above the TCP linear speed limit
+  (``tcp_speed``, default 1.0 m/s, chosen below the UR10e's usual 1.5 m/s safety setting) or the
+  TCP angular limit (``tcp_angular_speed``, default pi rad/s): scaled by one factor;
+* joint velocities above the joint speed limits (UR10e: 120 deg/s base and shoulder, 180 deg/s
+  others) while the arm is away from singularities (smallest singular value of the Jacobian at
+  least ``singular_threshold``), and in every ``move_j``: the whole joint velocity vector is
+  scaled by one factor, and again if the resulting TCP twist exceeds the TCP limits;
+* the change of the joint velocity vector each period, to ``joint_acceleration`` (one factor);
+  ``move_j`` speed and acceleration arguments are clipped to the joint limits.
+
+What triggers a protective stop (``protective_stop`` True, the arm decelerates at the joint
+acceleration limit, motion commands are ignored until ``unlock_protective_stop()``):
+
+* a Cartesian command (``speed_l``, ``servo_l``, ``move_l``) that needs a joint faster than its
+  limit while the arm is near a singularity (smallest singular value below
+  ``singular_threshold``, where DLS damping is active): the hard joint speed limit is the limit
+  itself there, as the UR controller stops rather than slows near singularities;
+* a joint position that would leave the joint range in the next period (that joint is held at
+  its range limit while the others stop);
+* ``move_j`` to a configuration outside the joint range, or ``move_l`` to a pose the numerical
+  IK cannot reach from the current configuration or reaches only outside the joint range
+  (detected at the call; the arm does not start);
+* ``trigger_protective_stop(reason)`` (fault injection, safety monitor).
+
+Wrench. ``set_external_wrench`` takes a constant (6,) wrench or a callable
+``(t, tcp2base, tcp_twist) -> (6,)`` (the contact model), in the TCP frame. The sensor reads it
+plus ``ft_offset`` plus seeded Gaussian noise (``ft_noise_std``) minus the bias stored by
+``zero_ft`` (the noise-free reading at that instant, as if averaged).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from orbitree.drivers.interfaces import RobotState
+from orbitree.skills import kinematics as kin
+from scipy.spatial.transform import Rotation
+
+WrenchSource = Callable[[float, np.ndarray, np.ndarray], np.ndarray]
+"""``(t, tcp2base, tcp_twist) -> wrench (6,)`` in the TCP frame, N and N·m."""
+
+#: A common UR start pose: elbow up, tool pointing down (rad).
+UR10E_HOME_Q: tuple[float, ...] = tuple(np.deg2rad([0.0, -90.0, 90.0, -90.0, -90.0, 0.0]))
+
+
+@dataclass(frozen=True)
+class SimRobotLimits:
+    """Speed, acceleration and position limits of the simulated arm (SI units)."""
+
+    joint_speed: tuple[float, ...] = tuple(kin.UR10E_MAX_JOINT_SPEED)
+    joint_acceleration: float = 8.0
+    joint_lower: tuple[float, ...] = tuple(kin.UR10E_JOINT_LOWER)
+    joint_upper: tuple[float, ...] = tuple(kin.UR10E_JOINT_UPPER)
+    tcp_speed: float = 1.0
+    tcp_angular_speed: float = math.pi
+
+    def __post_init__(self) -> None:
+        for key in ("joint_acceleration", "tcp_speed", "tcp_angular_speed"):
+            if not getattr(self, key) > 0.0:
+                raise ValueError(f"SimRobotLimits.{key} must be > 0, got {getattr(self, key)}")
+        if min(self.joint_speed) <= 0.0:
+            raise ValueError(f"joint_speed must be > 0, got {self.joint_speed}")
+        if any(lo >= hi for lo, hi in zip(self.joint_lower, self.joint_upper, strict=True)):
+            raise ValueError("joint_lower must be below joint_upper for every joint")
+
+
+@dataclass(frozen=True)
+class _Trapezoid:
+    """Trapezoidal (or triangular) speed profile over ``distance`` >= 0."""
+
+    distance: float
+    speed: float
+    acceleration: float
+    peak: float = field(init=False)
+    ramp: float = field(init=False)
+    duration: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        peak = min(self.speed, math.sqrt(max(self.distance, 0.0) * self.acceleration))
+        ramp = peak / self.acceleration
+        cruise = (self.distance - peak * ramp) / peak if peak > 0.0 else 0.0
+        object.__setattr__(self, "peak", peak)
+        object.__setattr__(self, "ramp", ramp)
+        object.__setattr__(self, "duration", 2.0 * ramp + cruise)
+
+    def fraction(self, t: float) -> tuple[float, float]:
+        """Path fraction s in [0, 1] and its rate ds/dt at time ``t`` since the start."""
+        if self.distance <= 0.0 or t >= self.duration:
+            return 1.0, 0.0
+        a = self.acceleration
+        if t < self.ramp:
+            x, v = 0.5 * a * t * t, a * t
+        elif t < self.duration - self.ramp:
+            x, v = 0.5 * self.peak * self.ramp + self.peak * (t - self.ramp), self.peak
+        else:
+            left = self.duration - t
+            x, v = self.distance - 0.5 * a * left * left, a * left
+        return x / self.distance, v / self.distance
+
+
+class _Mode(enum.Enum):
+    IDLE = "idle"
+    STOPPING = "stopping"
+    SPEED = "speed"
+    SERVO = "servo"
+    MOVE_L = "move_l"
+    MOVE_J = "move_j"
+
+
+_TRACKING_GAIN = 20.0  # 1/s, feedback of the move_l / move_j trackers
+_DONE_POSITION = 1e-5  # m
+_DONE_ANGLE = 1e-4  # rad
+
+
+class SimRobot:
+    """A simulated UR10e with a wrist F/T sensor, implementing ``Robot``; see the module notes.
+
+    ``tool`` is ``tcp2flange`` (4, 4), ``cam2tcp`` the camera mount (4, 4); both default to the
+    identity. ``q0`` (6,) rad defaults to :data:`UR10E_HOME_Q`.
+    """
+
+    def __init__(
+        self,
+        name: str = "arm",
+        *,
+        q0: np.ndarray | None = None,
+        tool: np.ndarray | None = None,
+        cam2tcp: np.ndarray | None = None,
+        limits: SimRobotLimits | None = None,
+        table: kin.DHTable = kin.UR10E,
+        period: float = 0.002,
+        command_period: float | None = None,
+        watchdog_timeout: float | None = None,
+        damping: float = 0.05,
+        singular_threshold: float = 0.05,
+        ft_noise_std: float | np.ndarray = 0.0,
+        ft_offset: np.ndarray | None = None,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
+        self.name = name
+        self._table = table
+        self._limits = limits or SimRobotLimits()
+        n = table.n_joints
+        self._tool = np.eye(4) if tool is None else kin.check_pose(tool, "tool").copy()
+        self._cam2tcp = np.eye(4) if cam2tcp is None else kin.check_pose(cam2tcp, "cam2tcp").copy()
+        self._lower = np.array(self._limits.joint_lower, dtype=float)
+        self._upper = np.array(self._limits.joint_upper, dtype=float)
+        self._speed_limit = np.array(self._limits.joint_speed, dtype=float)
+        for label, array in (("joint_speed", self._speed_limit), ("joint_lower", self._lower)):
+            if array.shape != (n,):
+                raise ValueError(f"limits.{label} must have {n} entries, got {array.shape}")
+        for label, value in (
+            ("period", period),
+            ("command_period", command_period),
+            ("watchdog_timeout", watchdog_timeout),
+        ):
+            if value is not None and not value > 0.0:
+                raise ValueError(f"{label} must be > 0, got {value}")
+        self._period = float(period)
+        self._command_period = command_period
+        self._watchdog_timeout = watchdog_timeout
+        self._damping = float(damping)
+        self._singular_threshold = float(singular_threshold)
+        self._ft_noise_std = np.broadcast_to(np.asarray(ft_noise_std, dtype=float), (6,)).copy()
+        self._ft_offset = np.zeros(6) if ft_offset is None else np.array(ft_offset, dtype=float)
+        self._rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        self._wrench_source: WrenchSource | np.ndarray | None = None
+        self._ft_bias = np.zeros(6)
+        self._t = 0.0
+        self._step_dt = self._period
+        self._q = np.zeros(n)
+        self._qd = np.zeros(n)
+        self._mode = _Mode.IDLE
+        self._move_active = False
+        self._pstop_reason: str | None = None
+        self._cmd_time = 0.0
+        self._twist_cmd = np.zeros(6)
+        self._twist_ref = np.zeros(6)
+        self._twist_acc = 0.5
+        self._target = np.eye(4)
+        self._move_start = np.eye(4)
+        self._move_delta = np.zeros(6)
+        self._q_start = np.zeros(n)
+        self._q_goal = np.zeros(n)
+        self._profile = _Trapezoid(0.0, 1.0, 1.0)
+        self.set_joint_positions(UR10E_HOME_Q if q0 is None else q0)
+
+    # ------------------------------------------------------------------ Robot protocol
+
+    def setup(self) -> None:
+        """Nothing to connect in simulation."""
+
+    def shutdown(self) -> None:
+        self.stop()
+
+    def read(self) -> RobotState:
+        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        twist = jacobian @ self._qd
+        wrench = self._true_wrench(tcp2base, twist) + self._ft_offset - self._ft_bias
+        if np.any(self._ft_noise_std > 0.0):
+            wrench = wrench + self._rng.normal(0.0, 1.0, 6) * self._ft_noise_std
+        return RobotState(
+            stamp=self._t,
+            q=self._q.copy(),
+            qd=self._qd.copy(),
+            tcp2base=tcp2base,
+            tcp_twist=twist,
+            wrench=wrench,
+            protective_stop=self.protective_stop,
+            moving=self._move_active,
+        )
+
+    def speed_l(self, twist: np.ndarray, acceleration: float = 0.5) -> None:
+        command = kin.check_vector(twist, 6, "twist")
+        accel = _positive(acceleration, "acceleration")
+        if self.protective_stop:
+            return
+        if self._mode is not _Mode.SPEED:
+            self._twist_ref = self._current_twist()
+            self._enter(_Mode.SPEED)
+        self._cmd_time = self._t
+        self._twist_cmd = command * self._tcp_scale(command)
+        self._twist_acc = accel
+
+    def servo_l(self, tcp2base: np.ndarray) -> None:
+        target = kin.check_pose(tcp2base, "tcp2base")
+        if self.protective_stop:
+            return
+        self._enter(_Mode.SERVO)
+        self._target = target.copy()
+
+    def move_l(self, tcp2base: np.ndarray, speed: float = 0.25, acceleration: float = 1.2) -> None:
+        goal = kin.check_pose(tcp2base, "tcp2base")
+        speed, accel = _positive(speed, "speed"), _positive(acceleration, "acceleration")
+        if self.protective_stop:
+            return
+        q_goal, reached = kin.inverse_kinematics(self._table, goal, self._q, self._tool)
+        if not reached:
+            self.trigger_protective_stop("move_l: target pose not reachable from here")
+            return
+        if not self._in_range(q_goal):
+            self.trigger_protective_stop("move_l: target needs joints outside their range")
+            return
+        start = kin.forward_kinematics(self._table, self._q, self._tool)
+        delta = kin.pose_error(start, goal)
+        linear = _Trapezoid(
+            float(np.linalg.norm(delta[:3])), min(speed, self._limits.tcp_speed), accel
+        )
+        angular = _Trapezoid(
+            float(np.linalg.norm(delta[3:])), min(speed, self._limits.tcp_angular_speed), accel
+        )
+        self._profile = max(linear, angular, key=lambda p: p.duration)
+        self._move_start, self._move_delta, self._target = start, delta, goal.copy()
+        self._enter(_Mode.MOVE_L)
+
+    def move_j(self, q: np.ndarray, speed: float = 1.05, acceleration: float = 1.4) -> None:
+        q_goal = kin.check_vector(q, self._table.n_joints, "q")
+        speed, accel = _positive(speed, "speed"), _positive(acceleration, "acceleration")
+        if self.protective_stop:
+            return
+        if not self._in_range(q_goal):
+            self.trigger_protective_stop("move_j: target outside the joint range")
+            return
+        accel = min(accel, self._limits.joint_acceleration)
+        travel = np.abs(q_goal - self._q)
+        profiles = [
+            _Trapezoid(float(d), min(speed, float(v)), accel)
+            for d, v in zip(travel, self._speed_limit, strict=True)
+        ]
+        self._profile = max(profiles, key=lambda p: p.duration)
+        self._q_start, self._q_goal = self._q.copy(), q_goal.copy()
+        self._enter(_Mode.MOVE_J)
+
+    def motion_done(self) -> bool:
+        return not self._move_active
+
+    def stop(self) -> None:
+        self._move_active = False
+        self._twist_cmd = np.zeros(6)
+        if self._mode is not _Mode.IDLE:
+            self._mode = _Mode.STOPPING
+
+    def zero_ft(self) -> None:
+        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        self._ft_bias = self._true_wrench(tcp2base, jacobian @ self._qd) + self._ft_offset
+
+    # ------------------------------------------------------------------ simulation hooks
+
+    @property
+    def time(self) -> float:
+        """Simulated time (s) since construction."""
+        return self._t
+
+    @property
+    def period(self) -> float:
+        return self._period
+
+    @property
+    def limits(self) -> SimRobotLimits:
+        return self._limits
+
+    @property
+    def tcp2flange(self) -> np.ndarray:
+        return self._tool.copy()
+
+    @property
+    def cam2tcp(self) -> np.ndarray:
+        return self._cam2tcp.copy()
+
+    def cam2base(self) -> np.ndarray:
+        """Camera pose (4, 4) in the base frame, for the renderer."""
+        return kin.forward_kinematics(self._table, self._q, self._tool) @ self._cam2tcp
+
+    @property
+    def protective_stop(self) -> bool:
+        return self._pstop_reason is not None
+
+    @property
+    def protective_stop_reason(self) -> str | None:
+        return self._pstop_reason
+
+    def trigger_protective_stop(self, reason: str) -> None:
+        """Enter protective stop (kept if already in one): decelerate and ignore motion commands."""
+        if self._pstop_reason is None:
+            self._pstop_reason = reason
+        self.stop()
+
+    def unlock_protective_stop(self) -> None:
+        self._pstop_reason = None
+
+    def set_joint_positions(self, q: np.ndarray) -> None:
+        """Place the arm at rest at ``q`` (6,) rad, cancelling any motion."""
+        joints = kin.check_vector(q, self._table.n_joints, "q")
+        if not self._in_range(joints):
+            raise ValueError(f"q outside the joint range [{self._lower}, {self._upper}]: {joints}")
+        self._q, self._qd = joints.copy(), np.zeros_like(joints)
+        self._mode, self._move_active = _Mode.IDLE, False
+
+    def set_external_wrench(self, source: WrenchSource | np.ndarray | None) -> None:
+        """The wrench (TCP frame) the F/T sensor sees: constant (6,), callable, or None (zero)."""
+        if source is None or callable(source):
+            self._wrench_source = source
+        else:
+            self._wrench_source = kin.check_vector(source, 6, "wrench").copy()
+
+    def step(self, dt: float) -> None:
+        """Advance the simulation by ``dt`` seconds in control periods of about ``period``."""
+        duration = _positive(dt, "dt")
+        count = max(1, round(duration / self._period))
+        self._step_dt = duration
+        for _ in range(count):
+            self._advance(duration / count)
+
+    # ------------------------------------------------------------------ internals
+
+    def _enter(self, mode: _Mode) -> None:
+        self._mode = mode
+        self._move_active = mode in (_Mode.MOVE_L, _Mode.MOVE_J)
+        self._cmd_time = self._t
+
+    def _in_range(self, q: np.ndarray) -> bool:
+        return bool(np.all(q >= self._lower) and np.all(q <= self._upper))
+
+    def _current_twist(self) -> np.ndarray:
+        return kin.geometric_jacobian(self._table, self._q, self._tool) @ self._qd
+
+    def _command_time(self) -> float:
+        return self._command_period or self._step_dt
+
+    def _true_wrench(self, tcp2base: np.ndarray, twist: np.ndarray) -> np.ndarray:
+        if self._wrench_source is None:
+            return np.zeros(6)
+        if callable(self._wrench_source):
+            value = self._wrench_source(self._t, tcp2base, twist)
+            return kin.check_vector(value, 6, "external wrench")
+        return self._wrench_source.copy()
+
+    def _tcp_scale(self, twist: np.ndarray) -> float:
+        """One factor <= 1 that brings ``twist`` within the TCP linear and angular limits."""
+        linear, angular = float(np.linalg.norm(twist[:3])), float(np.linalg.norm(twist[3:]))
+        factor = 1.0
+        if linear > self._limits.tcp_speed:
+            factor = self._limits.tcp_speed / linear
+        if angular > self._limits.tcp_angular_speed:
+            factor = min(factor, self._limits.tcp_angular_speed / angular)
+        return factor
+
+    def _advance(self, h: float) -> None:
+        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        qd_des = np.zeros_like(self._q)
+        if not self.protective_stop:
+            qd_des = self._desired_velocity(h, tcp2base, jacobian)
+        if np.any(qd_des):
+            qd_des = self._limit_speed(qd_des, jacobian)
+        change, _ = kin.uniform_scale(qd_des - self._qd, self._limits.joint_acceleration * h)
+        qd = self._qd + change
+        q = self._q + qd * h
+        if not self._in_range(q):
+            self.trigger_protective_stop("joint position limit")
+            at_limit = (q < self._lower) | (q > self._upper)
+            qd[at_limit] = 0.0
+            q = np.clip(q, self._lower, self._upper)
+        self._q, self._qd = q, qd
+        self._t += h
+        if self._mode is _Mode.STOPPING and not np.any(self._qd):
+            self._mode = _Mode.IDLE
+
+    def _desired_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
+        if self._mode is _Mode.SPEED:
+            return self._speed_velocity(h, jacobian)
+        if self._mode is _Mode.SERVO:
+            return self._servo_velocity(h, tcp2base, jacobian)
+        if self._mode is _Mode.MOVE_L:
+            return self._move_l_velocity(tcp2base, jacobian)
+        if self._mode is _Mode.MOVE_J:
+            return self._move_j_velocity()
+        return np.zeros_like(self._q)
+
+    def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
+        return kin.dls_joint_velocity(
+            jacobian, twist, self._damping, singular_threshold=self._singular_threshold
+        )
+
+    def _speed_velocity(self, h: float, jacobian: np.ndarray) -> np.ndarray:
+        timeout = self._watchdog_timeout or 3.0 * self._command_time()
+        if self._t - self._cmd_time > timeout + 1e-12:
+            self._twist_cmd = np.zeros(6)
+        change = self._twist_cmd - self._twist_ref
+        step_size = self._twist_acc * h
+        factor = 1.0
+        for part in (change[:3], change[3:]):
+            norm = float(np.linalg.norm(part))
+            if norm > step_size:
+                factor = min(factor, step_size / norm)
+        self._twist_ref = self._twist_ref + factor * change
+        if not np.any(self._twist_ref) and not np.any(self._twist_cmd):
+            self._mode = _Mode.STOPPING
+        return self._dls(jacobian, self._twist_ref)
+
+    def _servo_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
+        error = kin.pose_error(tcp2base, self._target)
+        remaining = max(self._cmd_time + self._command_time() - self._t, h)
+        displacement = self._dls(jacobian, error)
+        qd = displacement * self._tcp_scale(error / remaining) / remaining
+        # Cap the speed so that every joint can still brake before the target.
+        brake = np.sqrt(2.0 * self._limits.joint_acceleration * np.abs(displacement))
+        return kin.uniform_scale(qd, np.maximum(brake, 1e-12))[0]
+
+    def _move_l_velocity(self, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
+        elapsed = self._t - self._cmd_time
+        s, rate = self._profile.fraction(elapsed)
+        reference = np.eye(4)
+        turn = Rotation.from_rotvec(s * self._move_delta[3:]).as_matrix()
+        reference[:3, :3] = turn @ self._move_start[:3, :3]
+        reference[:3, 3] = self._move_start[:3, 3] + s * self._move_delta[:3]
+        error = kin.pose_error(tcp2base, reference)
+        if (
+            elapsed >= self._profile.duration
+            and np.linalg.norm(error[:3]) < _DONE_POSITION
+            and np.linalg.norm(error[3:]) < _DONE_ANGLE
+        ):
+            self._mode, self._move_active = _Mode.IDLE, False
+            return np.zeros_like(self._q)
+        twist = rate * self._move_delta + _TRACKING_GAIN * error
+        return self._dls(jacobian, twist * self._tcp_scale(twist))
+
+    def _move_j_velocity(self) -> np.ndarray:
+        elapsed = self._t - self._cmd_time
+        s, rate = self._profile.fraction(elapsed)
+        travel = self._q_goal - self._q_start
+        if elapsed >= self._profile.duration and np.max(np.abs(self._q_goal - self._q)) < 1e-6:
+            self._mode, self._move_active = _Mode.IDLE, False
+            return np.zeros_like(self._q)
+        reference = self._q_start + s * travel
+        return rate * travel + _TRACKING_GAIN * (reference - self._q)
+
+    def _limit_speed(self, qd: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
+        """Clip ``qd`` uniformly to the joint and TCP limits; protective stop near a singularity."""
+        ratio = float(np.max(np.abs(qd) / self._speed_limit))
+        if ratio > 1.0 and self._mode is not _Mode.MOVE_J:
+            sigma_min = float(np.linalg.svd(jacobian, compute_uv=False)[-1])
+            if sigma_min < self._singular_threshold:
+                self.trigger_protective_stop(
+                    f"joint speed {ratio:.2f} x its limit needed near a singularity "
+                    f"(smallest singular value {sigma_min:.3f})"
+                )
+                return np.zeros_like(qd)
+        qd, _ = kin.uniform_scale(qd, self._speed_limit)
+        return qd * self._tcp_scale(jacobian @ qd)
+
+
+def _positive(value: float, name: str) -> float:
+    number = float(value)
+    if not math.isfinite(number) or number <= 0.0:
+        raise ValueError(f"{name} must be finite and > 0, got {value}")
+    return number

@@ -1,0 +1,512 @@
+"""``URRobot``: the :class:`~orbitree.drivers.interfaces.Robot` protocol over ur_rtde.
+
+Mapping (``c`` = ``rtde_control.RTDEControlInterface``, ``r`` = ``rtde_receive.
+RTDEReceiveInterface``, ``d`` = ``dashboard_client.DashboardClient``; all arguments positional):
+
+=====================  ==================================================================
+Robot protocol         ur_rtde
+=====================  ==================================================================
+``setup()``            ``d.connect()``, ``d.isInRemoteControl()``, ``d.disconnect()``;
+                       ``r = RTDEReceiveInterface(host, frequency)``,
+                       ``r.isProtectiveStopped()``, ``r.isEmergencyStopped()``;
+                       ``c = RTDEControlInterface(host, frequency)``;
+                       ``c.setWatchdog(hz)`` if ``watchdog_hz``
+``read()``             ``r.getActualTCPPose()`` (axis-angle → 4x4), ``r.getActualQ()``,
+                       ``r.getActualQd()``, ``r.getActualTCPSpeed()``,
+                       ``r.getActualTCPForce()`` (base-oriented → TCP frame),
+                       ``r.isProtectiveStopped()``; ``c.kickWatchdog()`` if ``watchdog_hz``
+``speed_l(twist, a)``  ``c.speedL([vx, vy, vz, wx, wy, wz], a, speed_time)``
+``servo_l(tcp2base)``  ``c.servoL([x, y, z, rx, ry, rz], 0.5, 0.5, servo_time,
+                       lookahead_time, gain)`` (speed, acceleration unused by ur_rtde)
+``move_l(T, v, a)``    ``c.moveL([x, y, z, rx, ry, rz], v, a, True)``
+``move_j(q, v, a)``    ``c.moveJ([q1..q6], v, a, True)``
+``motion_done()``      ``c.getAsyncOperationProgress()`` (see below)
+``stop()``             speed mode: ``c.speedStop(a_stop)``; servo mode: ``c.servoStop(a_stop)``;
+                       after ``move_j``: ``c.stopJ(a_stop_joint, False)``;
+                       otherwise ``c.stopL(a_stop, False)``
+``zero_ft()``          ``c.zeroFtSensor()``
+``reconnect()``        ``r.reconnect()`` / ``c.reconnect()`` while ``isConnected()`` is False,
+                       with exponential back-off and a bounded number of attempts
+``shutdown()``         ``stop()``, ``c.stopScript()``, ``c.disconnect()``, ``r.disconnect()``
+=====================  ==================================================================
+
+Decisions and ur_rtde facts this driver relies on:
+
+* **Mode switches.** ur_rtde's control script runs speedL and servoL in their own controller
+  threads; a move or the other streaming mode started while one runs fights it. The driver
+  remembers the active mode and calls ``speedStop`` / ``servoStop`` before switching, and
+  ``stopL`` before streaming while an asynchronous move is still running.
+* **motion_done.** ``getAsyncOperationProgress()`` is 0 (or a step index) while an asynchronous
+  move runs and negative once it finished; consecutive finishes alternate between -1 and -2.
+  The value is sampled just before each move is sent, and the move counts as done once the
+  value is negative *and different* from that sample. This needs no grace period for the move
+  thread to start. ``stop()`` kills the move thread without a finish signal, so ``stop()``
+  itself marks the motion done. After a protective stop the value does not change; callers
+  watch ``RobotState.protective_stop``.
+* **Force frame.** ``getActualTCPForce()`` is the wrench at the TCP expressed in the *base*
+  frame's orientation (documented in UR's ROS drivers, e.g. ros-industrial-attic/ur_modern_driver
+  #318, UniversalRobots/Universal_Robots_ROS2_Driver #1849). The Robot protocol wants the TCP
+  frame, so both force and torque are rotated by ``R_tcp2base.T`` of the same reading; the
+  moment reference point is left as the controller reports it.
+* **Remote control.** ur_rtde's ``isInRemoteControl()`` returns False (with a warning) on
+  PolyScope < 5.6, so CB3 arms need ``check_remote_control=False``.
+* **Blocking.** Streaming commands and reads return at once. ``move_l`` / ``move_j`` return once
+  the controller accepted the move. ``stop()`` waits for the controller to acknowledge the
+  stop (a few ms). ``reconnect()`` sleeps between attempts and must not run inside a tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+from orbitree.drivers.interfaces import RobotState
+from scipy.spatial.transform import Rotation
+
+__all__ = [
+    "URCommandError",
+    "URConnectionError",
+    "URNotReadyError",
+    "URRobot",
+    "URRobotError",
+    "pose_from_ur",
+    "pose_to_ur",
+    "wrench_base_to_tcp",
+]
+
+_log = logging.getLogger(__name__)
+
+# servoL's speed and acceleration are ignored by ur_rtde; these are its examples' values.
+_SERVO_UNUSED_SPEED = 0.5
+_SERVO_UNUSED_ACCELERATION = 0.5
+_ORTHONORMAL_TOLERANCE = 1e-6
+
+_Mode = Literal["idle", "speed", "servo", "move_l", "move_j"]
+
+
+class URRobotError(RuntimeError):
+    """Base of the errors URRobot raises."""
+
+
+class URNotReadyError(URRobotError):
+    """The controller is reachable but refuses commands (local mode, protective stop...)."""
+
+
+class URConnectionError(URRobotError):
+    """The controller cannot be reached, the link dropped, or reconnection gave up."""
+
+
+class URCommandError(URRobotError):
+    """ur_rtde returned False for a command: the controller did not accept it."""
+
+
+def pose_to_ur(tcp2base: np.ndarray) -> list[float]:
+    """(4, 4) homogeneous pose → UR pose ``[x, y, z, rx, ry, rz]`` (m, axis-angle rad)."""
+    matrix = np.asarray(tcp2base, dtype=float)
+    if matrix.shape != (4, 4):
+        raise ValueError(f"pose must be a (4, 4) matrix, got shape {matrix.shape}")
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError(f"pose must be finite, got {matrix.tolist()}")
+    rotation = matrix[:3, :3]
+    error = np.abs(rotation.T @ rotation - np.eye(3)).max()
+    if error > _ORTHONORMAL_TOLERANCE or np.linalg.det(rotation) < 0:
+        raise ValueError(
+            f"pose rotation must be orthonormal with det +1 (max |RᵀR - I| = {error:.2e})"
+        )
+    rotvec = Rotation.from_matrix(rotation).as_rotvec()
+    return [float(v) for v in (*matrix[:3, 3], *rotvec)]
+
+
+def pose_from_ur(pose: Any) -> np.ndarray:
+    """UR pose ``[x, y, z, rx, ry, rz]`` → (4, 4) homogeneous pose."""
+    values = _vector6(pose, "UR pose")
+    matrix = np.eye(4)
+    matrix[:3, :3] = Rotation.from_rotvec(values[3:]).as_matrix()
+    matrix[:3, 3] = values[:3]
+    return matrix
+
+
+def wrench_base_to_tcp(wrench_base: Any, tcp2base: np.ndarray) -> np.ndarray:
+    """Re-express a wrench (6,) given in base orientation in the TCP frame (same point)."""
+    wrench = _vector6(wrench_base, "wrench")
+    base2tcp_rotation = np.asarray(tcp2base, dtype=float)[:3, :3].T
+    return np.concatenate([base2tcp_rotation @ wrench[:3], base2tcp_rotation @ wrench[3:]])
+
+
+def _vector6(values: Any, what: str) -> np.ndarray:
+    vector = np.asarray(values, dtype=float).reshape(-1)
+    if vector.shape != (6,):
+        raise ValueError(f"{what} must have 6 values, got {vector.shape[0]}")
+    if not np.all(np.isfinite(vector)):
+        raise ValueError(f"{what} must be finite, got {vector.tolist()}")
+    return vector
+
+
+def _default_control_factory(host: str, frequency: float) -> Any:
+    import rtde_control
+
+    return rtde_control.RTDEControlInterface(host, frequency)
+
+
+def _default_receive_factory(host: str, frequency: float) -> Any:
+    import rtde_receive
+
+    return rtde_receive.RTDEReceiveInterface(host, frequency)
+
+
+def _default_dashboard_factory(host: str) -> Any:
+    import dashboard_client
+
+    return dashboard_client.DashboardClient(host)
+
+
+class URRobot:
+    """A Universal Robots arm driven through ur_rtde (see the module docstring for the mapping).
+
+    ``__init__`` only stores configuration; ``setup()`` connects.
+
+    Parameters
+    ----------
+    name : robot name used in blackboard keys and messages.
+    host : controller IP address or host name.
+    frequency : RTDE frequency, Hz (500 on e-Series, 125 on CB3).
+    speed_time, servo_time : the ``time`` argument of speedL / servoL, s; default one RTDE
+        period. When commanding at a lower tick rate, set ``servo_time`` to the tick period.
+    servo_lookahead_time : servoL lookahead, s, within [0.03, 0.2].
+    servo_gain : servoL proportional gain, within [100, 2000].
+    stop_acceleration : tool deceleration for stopL / speedStop / servoStop, m/s².
+    stop_joint_acceleration : joint deceleration for stopJ after a move_j, rad/s².
+    check_remote_control : refuse to start unless the pendant is in remote control
+        (must be False on CB3 / PolyScope < 5.6, where ur_rtde cannot ask).
+    watchdog_hz : if set, arm ur_rtde's RTDE watchdog (the controller stops the arm when
+        ``read()`` is not called at least this often) and kick it on every ``read()``.
+    reconnect_attempts, reconnect_initial_delay, reconnect_max_delay : back-off of
+        ``reconnect()``: delays double from the initial one up to the maximum.
+    control_factory, receive_factory : ``factory(host, frequency)`` building the ur_rtde
+        interfaces; dashboard_factory : ``factory(host)``. Defaults import ur_rtde lazily.
+    clock : time source for ``RobotState.stamp``; sleep : used between reconnect attempts.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        host: str,
+        frequency: float = 500.0,
+        *,
+        speed_time: float | None = None,
+        servo_time: float | None = None,
+        servo_lookahead_time: float = 0.1,
+        servo_gain: float = 300.0,
+        stop_acceleration: float = 10.0,
+        stop_joint_acceleration: float = 2.0,
+        check_remote_control: bool = True,
+        watchdog_hz: float | None = None,
+        reconnect_attempts: int = 5,
+        reconnect_initial_delay: float = 0.1,
+        reconnect_max_delay: float = 2.0,
+        control_factory: Callable[[str, float], Any] | None = None,
+        receive_factory: Callable[[str, float], Any] | None = None,
+        dashboard_factory: Callable[[str], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        _check_range(name, "frequency", frequency, 1.0, 1000.0)
+        _check_range(name, "servo_lookahead_time", servo_lookahead_time, 0.03, 0.2)
+        _check_range(name, "servo_gain", servo_gain, 100.0, 2000.0)
+        _check_range(name, "reconnect_attempts", reconnect_attempts, 1, 1000)
+        self.name = name
+        self.host = host
+        self.frequency = float(frequency)
+        self.speed_time = 1.0 / self.frequency if speed_time is None else float(speed_time)
+        self.servo_time = 1.0 / self.frequency if servo_time is None else float(servo_time)
+        self.servo_lookahead_time = float(servo_lookahead_time)
+        self.servo_gain = float(servo_gain)
+        self.stop_acceleration = float(stop_acceleration)
+        self.stop_joint_acceleration = float(stop_joint_acceleration)
+        self.check_remote_control = check_remote_control
+        self.watchdog_hz = watchdog_hz
+        self.reconnect_attempts = int(reconnect_attempts)
+        self.reconnect_initial_delay = float(reconnect_initial_delay)
+        self.reconnect_max_delay = float(reconnect_max_delay)
+        self._control_factory = control_factory or _default_control_factory
+        self._receive_factory = receive_factory or _default_receive_factory
+        self._dashboard_factory = dashboard_factory or _default_dashboard_factory
+        self._clock = clock
+        self._sleep = sleep
+        self._control: Any = None
+        self._receive: Any = None
+        self._mode: _Mode = "idle"
+        self._move_pending = False
+        self._progress_before_move = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Check the controller is ready, then connect receive and control interfaces."""
+        if self._control is not None:
+            return
+        if self.check_remote_control:
+            self._require_remote_control()
+        receive = self._connect("RTDE receive", self._receive_factory)
+        try:
+            self._require_not_stopped(receive)
+            control = self._connect("RTDE control", self._control_factory)
+        except BaseException:
+            _quietly(receive.disconnect)
+            raise
+        self._receive, self._control = receive, control
+        self._mode, self._move_pending = "idle", False
+        if self.watchdog_hz is not None:
+            try:
+                self._command("setWatchdog", float(self.watchdog_hz))
+            except BaseException:
+                self.shutdown()
+                raise
+
+    def shutdown(self) -> None:
+        """Stop the arm, stop the controller script and disconnect. Safe to call twice."""
+        control, receive = self._control, self._receive
+        if control is None and receive is None:
+            return
+        if control is not None:
+            try:
+                self.stop()
+            except (URRobotError, RuntimeError, OSError) as exc:
+                _log.warning("robot %s: stop during shutdown failed: %s", self.name, exc)
+            _quietly(control.stopScript)
+            _quietly(control.disconnect)
+        if receive is not None:
+            _quietly(receive.disconnect)
+        self._control = self._receive = None
+        self._mode, self._move_pending = "idle", False
+
+    def is_connected(self) -> bool:
+        """True when both RTDE interfaces report a live connection."""
+        return bool(
+            self._control is not None
+            and self._receive is not None
+            and self._control.isConnected()
+            and self._receive.isConnected()
+        )
+
+    def reconnect(self) -> None:
+        """Re-establish dropped RTDE links, backing off exponentially between attempts.
+
+        Blocks (sleeps); call it from recovery code, not from a tick. Raises
+        :class:`URConnectionError` after ``reconnect_attempts`` failed attempts.
+        """
+        if self._control is None or self._receive is None:
+            raise URConnectionError(f"robot {self.name!r}: reconnect() before setup()")
+        delay = self.reconnect_initial_delay
+        last_error = "isConnected() stayed False"
+        for attempt in range(1, self.reconnect_attempts + 1):
+            try:
+                for interface in (self._receive, self._control):
+                    if not interface.isConnected():
+                        interface.reconnect()
+                if self.is_connected():
+                    _log.info("robot %s: reconnected on attempt %d", self.name, attempt)
+                    # The control script was re-uploaded: nothing of ours is running any more.
+                    self._mode, self._move_pending = "idle", False
+                    return
+            except (RuntimeError, OSError) as exc:
+                last_error = str(exc)
+            if attempt < self.reconnect_attempts:
+                _log.warning(
+                    "robot %s: reconnect attempt %d/%d failed (%s); retrying in %.2f s",
+                    self.name,
+                    attempt,
+                    self.reconnect_attempts,
+                    last_error,
+                    delay,
+                )
+                self._sleep(delay)
+                delay = min(2.0 * delay, self.reconnect_max_delay)
+        raise URConnectionError(
+            f"robot {self.name!r}: gave up reconnecting to {self.host} after "
+            f"{self.reconnect_attempts} attempts (last: {last_error})"
+        )
+
+    # -- state -----------------------------------------------------------------------------
+
+    def read(self) -> RobotState:
+        receive = self._require_receive()
+        if self.watchdog_hz is not None:
+            self._command("kickWatchdog")
+        stamp = self._clock()
+        tcp2base = pose_from_ur(receive.getActualTCPPose())
+        return RobotState(
+            stamp=stamp,
+            q=_vector6(receive.getActualQ(), "q"),
+            qd=_vector6(receive.getActualQd(), "qd"),
+            tcp2base=tcp2base,
+            tcp_twist=_vector6(receive.getActualTCPSpeed(), "TCP speed"),
+            wrench=wrench_base_to_tcp(receive.getActualTCPForce(), tcp2base),
+            protective_stop=bool(receive.isProtectiveStopped()),
+            moving=not self.motion_done(),
+        )
+
+    def motion_done(self) -> bool:
+        if not self._move_pending:
+            return True
+        progress = int(self._require_control().getAsyncOperationProgress())
+        if progress < 0 and progress != self._progress_before_move:
+            self._move_pending = False
+        return not self._move_pending
+
+    # -- commands --------------------------------------------------------------------------
+
+    def speed_l(self, twist: np.ndarray, acceleration: float = 0.5) -> None:
+        xd = [float(v) for v in _vector6(twist, "twist")]
+        self._enter_mode("speed")
+        self._command("speedL", xd, float(acceleration), self.speed_time)
+
+    def servo_l(self, tcp2base: np.ndarray) -> None:
+        pose = pose_to_ur(tcp2base)
+        self._enter_mode("servo")
+        self._command(
+            "servoL",
+            pose,
+            _SERVO_UNUSED_SPEED,
+            _SERVO_UNUSED_ACCELERATION,
+            self.servo_time,
+            self.servo_lookahead_time,
+            self.servo_gain,
+        )
+
+    def move_l(self, tcp2base: np.ndarray, speed: float = 0.25, acceleration: float = 1.2) -> None:
+        pose = pose_to_ur(tcp2base)
+        self._start_move("move_l", "moveL", pose, speed, acceleration)
+
+    def move_j(self, q: np.ndarray, speed: float = 1.05, acceleration: float = 1.4) -> None:
+        joints = [float(v) for v in _vector6(q, "q")]
+        self._start_move("move_j", "moveJ", joints, speed, acceleration)
+
+    def stop(self) -> None:
+        if self._control is None:
+            return  # never connected: nothing of ours can be moving
+        mode = self._mode
+        if mode == "speed":
+            self._command("speedStop", self.stop_acceleration)
+        elif mode == "servo":
+            self._command("servoStop", self.stop_acceleration)
+        elif mode == "move_j":
+            self._command("stopJ", self.stop_joint_acceleration, False)
+        else:
+            self._command("stopL", self.stop_acceleration, False)
+        self._mode, self._move_pending = "idle", False
+
+    def zero_ft(self) -> None:
+        self._command("zeroFtSensor")
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _start_move(
+        self, mode: _Mode, method: str, target: list[float], speed: float, acceleration: float
+    ) -> None:
+        self._enter_mode(mode)
+        self._progress_before_move = int(self._require_control().getAsyncOperationProgress())
+        self._command(method, target, float(speed), float(acceleration), True)
+        self._mode, self._move_pending = mode, True
+
+    def _enter_mode(self, mode: _Mode) -> None:
+        """Leave the current motion mode when the next command needs a different one."""
+        current = self._mode
+        if current == mode and mode in ("speed", "servo"):
+            return
+        if current == "speed":
+            self._command("speedStop", self.stop_acceleration)
+        elif current == "servo":
+            self._command("servoStop", self.stop_acceleration)
+        elif mode in ("speed", "servo") and not self.motion_done():
+            # ur_rtde's moveL/moveJ kill a running async move themselves; streaming does not.
+            self._command("stopL", self.stop_acceleration, False)
+        self._mode, self._move_pending = mode, False
+
+    def _command(self, method: str, *args: Any) -> Any:
+        control = self._require_control()
+        if not control.isConnected():
+            raise URConnectionError(
+                f"robot {self.name!r}: RTDE control link to {self.host} is down; call reconnect()"
+            )
+        result = getattr(control, method)(*args)
+        if result is False:
+            raise URCommandError(
+                f"robot {self.name!r}: ur_rtde {method}{tuple(args)} was not accepted by "
+                f"{self.host} (is the control script running? protective stop?)"
+            )
+        return result
+
+    def _require_control(self) -> Any:
+        if self._control is None:
+            raise URConnectionError(f"robot {self.name!r}: not connected; call setup() first")
+        return self._control
+
+    def _require_receive(self) -> Any:
+        if self._receive is None:
+            raise URConnectionError(f"robot {self.name!r}: not connected; call setup() first")
+        if not self._receive.isConnected():
+            raise URConnectionError(
+                f"robot {self.name!r}: RTDE receive link to {self.host} is down; call reconnect()"
+            )
+        return self._receive
+
+    def _connect(self, what: str, factory: Callable[[str, float], Any]) -> Any:
+        try:
+            return factory(self.host, self.frequency)
+        except (RuntimeError, OSError) as exc:
+            raise URConnectionError(
+                f"robot {self.name!r}: cannot open {what} to {self.host} at "
+                f"{self.frequency:g} Hz ({exc}); check the address, the network and that no "
+                "other RTDE client holds the registers"
+            ) from exc
+
+    def _require_remote_control(self) -> None:
+        try:
+            dashboard = self._dashboard_factory(self.host)
+            dashboard.connect()
+            try:
+                remote = bool(dashboard.isInRemoteControl())
+            finally:
+                _quietly(dashboard.disconnect)
+        except (RuntimeError, OSError) as exc:
+            raise URConnectionError(
+                f"robot {self.name!r}: cannot reach the dashboard server at {self.host}:29999 "
+                f"({exc})"
+            ) from exc
+        if not remote:
+            raise URNotReadyError(
+                f"robot {self.name!r}: the controller at {self.host} is not in remote control. "
+                "Fix: on the teach pendant switch Local to Remote (top-right; enable it under "
+                "Settings > System > Remote Control first). On CB3 / PolyScope < 5.6, which "
+                "cannot report this, pass check_remote_control=False."
+            )
+
+    def _require_not_stopped(self, receive: Any) -> None:
+        if bool(receive.isEmergencyStopped()):
+            raise URNotReadyError(
+                f"robot {self.name!r}: the controller at {self.host} is emergency-stopped. "
+                "Fix: release the e-stop button and re-enable the arm on the pendant."
+            )
+        if bool(receive.isProtectiveStopped()):
+            raise URNotReadyError(
+                f"robot {self.name!r}: the controller at {self.host} is protective-stopped. "
+                "Fix: find the cause, then unlock the protective stop on the pendant "
+                "(or dashboard 'unlock protective stop') before starting a mission."
+            )
+
+
+def _check_range(robot: str, key: str, value: float, low: float, high: float) -> None:
+    if not low <= value <= high:
+        raise ValueError(f"robot {robot!r}: {key} must be in [{low}, {high}], got {value}")
+
+
+def _quietly(call: Callable[[], Any]) -> None:
+    """Run a best-effort release step; log instead of raising so later steps still run."""
+    try:
+        call()
+    except (RuntimeError, OSError) as exc:
+        _log.warning("ur_rtde %s failed: %s", getattr(call, "__name__", call), exc)

@@ -1,0 +1,307 @@
+"""The tick loop: read drivers -> tick the tree -> safety -> record -> views, at a fixed rate.
+
+One ``Executive`` runs one mission once. Per tick it
+
+1. sets the context's clock and writes every driver reading to the blackboard (stamped);
+2. ticks the py_trees tree once (a visitor measures the time spent in each node);
+3. runs the safety hooks, which may stop the drivers and abort the run;
+4. appends one record to the mission log and hands a snapshot to the live views;
+5. steps simulated drivers by one period and waits for the next tick (``clock.wait_next``).
+
+However the run ends — success, failure, ``max_duration``, Ctrl-C, SIGTERM or an exception in a
+leaf — the tree is halted (every running leaf's ``terminate`` runs, so motions stop), every
+driver is stopped and shut down, and the log gets its footer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import py_trees
+from py_trees.common import Status
+
+from orbitree.build import BuiltTree, build_tree
+from orbitree.clock import SimClock, WallClock
+from orbitree.context import Context
+from orbitree.mission import Mission
+from orbitree.recorder import FORMAT, Recorder
+from orbitree.timing import TimingVisitor
+
+
+class Interrupted(Exception):
+    """Raised in the tick loop on SIGTERM (Ctrl-C arrives as KeyboardInterrupt)."""
+
+
+class DriverAdapter(Protocol):
+    """What the executive needs of a driver: its blackboard keys and a safe stop."""
+
+    name: str
+
+    def keys(self) -> list[str]: ...
+
+    def setup(self) -> None: ...
+
+    def read(self, now: float) -> dict[str, Any]: ...
+
+    def after_tick(self, period: float) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+SafetyHook = Callable[[Context], list[dict[str, Any]]]
+
+
+@dataclass
+class Snapshot:
+    """What live views get after each tick (they never touch the tree itself)."""
+
+    tick: int
+    t: float
+    statuses: list[str]
+    feedback: list[str]
+    blackboard: dict[str, Any]
+    tick_ms: float
+    deadline_misses: int
+    events: list[dict[str, Any]]
+
+
+class View(Protocol):
+    def start(self, header: dict[str, Any]) -> None: ...
+
+    def publish(self, snapshot: Snapshot) -> None: ...
+
+    def finish(self, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class RunResult:
+    status: str  # SUCCESS, FAILURE or ABORTED
+    reason: str
+    summary: dict[str, Any]
+    error: str | None = None
+
+
+@dataclass
+class Executive:
+    mission: Mission
+    seed: int | None = None
+    clock: str = "sim"  # or "wall"
+    realtime: bool = False
+    log_path: str | None = None
+    views: Sequence[View] = ()
+    drivers: Sequence[DriverAdapter] = ()
+    safety: Sequence[SafetyHook] = ()
+    ctx: Context = field(init=False)
+    tree: BuiltTree = field(init=False)
+
+    def __post_init__(self) -> None:
+        model = self.mission.model
+        seed = model.seed if self.seed is None else self.seed
+        self.seed = seed
+        period = 1.0 / model.rate_hz
+        self.ctx = Context(period=period, seed=seed, rng=np.random.default_rng(seed))
+        self.ctx.drivers = {d.name: d for d in self.drivers}
+        py_trees.blackboard.Blackboard.clear()
+        self.tree = build_tree(self.mission.root, self.ctx)
+        self._timer = TimingVisitor(self.tree.behaviours)
+        self._bt = py_trees.trees.BehaviourTree(self.tree.root)
+        self._bt.visitors.append(self._timer)
+        self._writer = py_trees.blackboard.Client(name="executive")
+        for key in {*model.blackboard, *(k for d in self.drivers for k in d.keys())}:
+            self._writer.register_key(key=key, access=py_trees.common.Access.WRITE)
+        self._record_keys: dict[str, bool] = {}
+        self._view_keys: dict[str, bool] = {}
+        self._view_values: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        model = self.mission.model
+        period = self.ctx.period
+        clock = SimClock(period, realtime=self.realtime) if self.clock == "sim" else WallClock(period)
+        recorder = Recorder(self.log_path)
+        behaviours = self.tree.behaviours
+        last_status = [b.status.name for b in behaviours]
+        last_feedback = ["" for _ in behaviours]
+        tick_times: list[float] = []
+        phases = {i: 0.0 for i, p in enumerate(self.tree.parents) if p == 0}
+        status, reason, error = "ABORTED", "not started", None
+        started = time.monotonic()
+        violations: list[dict[str, Any]] = []
+
+        def record_tick(n: int, t: float, tick_ms: float) -> Snapshot:
+            statuses = [b.status.name for b in behaviours]
+            feedback = [b.feedback_message for b in behaviours]
+            changed = {i: s for i, (s, old) in enumerate(zip(statuses, last_status, strict=True)) if s != old}
+            fb = {i: f for i, (f, old) in enumerate(zip(feedback, last_feedback, strict=True)) if f != old}
+            last_status[:], last_feedback[:] = statuses, feedback
+            dirty, commands, events = self.ctx.take_tick_records()
+            bb = self._values(dirty, self._record_keys, model.record.keys)
+            self._view_values.update(self._values(dirty, self._view_keys, model.view.keys))
+            record: dict[str, Any] = {"type": "tick", "n": n, "t": round(t, 6), "tick_ms": round(tick_ms, 4)}
+            for name, value in (("status", changed), ("feedback", fb), ("bb", bb), ("cmd", commands), ("events", events)):
+                if value:
+                    record[name] = value
+            recorder.write(record)
+            return Snapshot(n, t, statuses, feedback, dict(self._view_values), tick_ms,
+                            clock.deadline_misses, events)
+
+        recorder.open()
+        header = self._header()
+        recorder.write(header)
+        for view in self.views:
+            view.start(header)
+        try:
+            for driver in self.drivers:
+                driver.setup()
+            self._bt.setup(timeout=15.0)
+            for key, value in model.blackboard.items():
+                self._write(key, value)
+            clock.start()
+            while True:
+                self.ctx.now = clock.now
+                for driver in self.drivers:
+                    for key, value in driver.read(clock.now).items():
+                        self._write(key, value)
+                t0 = time.perf_counter()
+                self._bt.tick()
+                tick_ms = (time.perf_counter() - t0) * 1e3
+                tick_times.append(tick_ms)
+                for i in phases:
+                    if behaviours[i].status == Status.RUNNING:
+                        phases[i] += period
+                for hook in self.safety:
+                    found = hook(self.ctx)
+                    if found:
+                        violations.extend(found)
+                        for item in found:
+                            self.ctx.event("safety_violation", **item)
+                snapshot = record_tick(clock.ticks, clock.now, tick_ms)
+                for view in self.views:
+                    view.publish(snapshot)
+                root_status = self.tree.root.status
+                if violations:
+                    status, reason = "ABORTED", f"safety: {violations[0].get('message', violations[0])}"
+                    break
+                if root_status in (Status.SUCCESS, Status.FAILURE):
+                    status, reason = root_status.name, f"tree returned {root_status.name}"
+                    break
+                if clock.now + period > model.max_duration + 1e-9:
+                    status, reason = "FAILURE", f"max_duration {model.max_duration:g} s reached"
+                    break
+                for driver in self.drivers:
+                    driver.after_tick(period)
+                clock.wait_next()
+        except (KeyboardInterrupt, Interrupted) as exc:
+            status, reason = "ABORTED", "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"
+        except Exception as exc:  # a bug in a leaf or driver: stop everything, report, exit 1
+            status = "ABORTED"
+            culprit = self._culprit(exc)
+            reason = f"{culprit}raised {type(exc).__name__}: {exc}"
+            error = "".join(traceback.format_exception(exc))
+        finally:
+            halted = self._halt()
+            self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
+            if halted or self.ctx.events:
+                record_tick(clock.ticks, clock.now, 0.0)
+        summary = self._summary(status, reason, clock, tick_times, phases, violations, started)
+        recorder.write({"type": "footer", "summary": summary, "node_tick_us": self._timer.report_us(),
+                        "error": error})
+        recorder.close()
+        for view in self.views:
+            view.finish(summary)
+        return RunResult(status, reason, summary, error)
+
+    # ---------------------------------------------------------------------------------------
+    def _write(self, key: str, value: Any) -> None:
+        self._writer.set(key, value, overwrite=True)
+        self.ctx.touched(key)
+
+    def _values(self, dirty: set[str], cache: dict[str, bool], patterns: list[str]) -> dict[str, Any]:
+        out = {}
+        for key in dirty:
+            wanted = cache.get(key)
+            if wanted is None:
+                wanted = cache[key] = any(fnmatch.fnmatchcase(key, p) for p in patterns)
+            if wanted:
+                out[key] = py_trees.blackboard.Blackboard.storage.get(key)
+        return out
+
+    def _halt(self) -> bool:
+        """Halt the tree (running leaves' ``terminate`` stop their motions), then the drivers."""
+        halted = False
+        try:
+            if self.tree.root.status == Status.RUNNING:
+                self._bt.interrupt()
+                halted = True
+        finally:
+            for driver in self.drivers:
+                try:
+                    driver.stop()
+                finally:
+                    driver.shutdown()
+        return halted
+
+    def _culprit(self, exc: BaseException) -> str:
+        behaviours = {id(b): i for i, b in enumerate(self.tree.behaviours)}
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            owner = tb.tb_frame.f_locals.get("self")
+            if owner is not None and id(owner) in behaviours:
+                found = behaviours[id(owner)]
+            tb = tb.tb_next
+        if found is None:
+            return ""
+        spec = self.tree.specs[found]
+        return f"node {spec.name!r} ({spec.kind}, {spec.where()}) "
+
+    def _header(self) -> dict[str, Any]:
+        model = self.mission.model
+        return {
+            "type": "header",
+            "format": FORMAT,
+            "mission": model.mission,
+            "file": str(self.mission.file),
+            "seed": self.seed,
+            "rate_hz": model.rate_hz,
+            "clock": self.clock,
+            "start_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "nodes": self.tree.structure(),
+            "recorded_keys": model.record.keys,
+        }
+
+    def _summary(self, status, reason, clock, tick_times, phases, violations, started) -> dict[str, Any]:
+        times = np.asarray(tick_times) if tick_times else np.zeros(1)
+        summary: dict[str, Any] = {
+            "mission": self.mission.name,
+            "status": status,
+            "reason": reason,
+            "seed": self.seed,
+            "sim_time_s": round(clock.now, 6),
+            "wall_time_s": round(time.monotonic() - started, 3),
+            "ticks": len(tick_times),
+            "tick_ms": {
+                "p50": round(float(np.percentile(times, 50)), 4),
+                "p99": round(float(np.percentile(times, 99)), 4),
+                "max": round(float(times.max()), 4),
+            },
+            "deadline_misses": clock.deadline_misses,
+            "final_error": None,
+            "in_capture_envelope": None,
+            "max_contact_force_n": None,
+            "max_tcp_speed_mps": None,
+            "phase_s": {self.tree.specs[i].name: round(s, 6) for i, s in phases.items()},
+            "faults": [],
+            "safety_violations": violations,
+        }
+        summary.update(self.ctx.summary)
+        return summary

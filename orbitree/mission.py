@@ -1,0 +1,192 @@
+"""Loading a mission: YAML -> overrides -> validated header -> checked node tree -> writer check.
+
+``load_mission`` either returns a ``Mission`` ready to build, or raises ``MissionError`` with
+every problem it found as ``file:line:col: message``. Nothing is built and nothing moves until
+the whole mission is known to be good.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from orbitree.control import TreeRef
+from orbitree.errors import Diagnostic, MissionError
+from orbitree.quantities import BlackboardKey, Duration, Frequency, any_quantity
+from orbitree.registry import Registry, default_registry
+from orbitree.spec import NodeSpec, Parser, Scope, pydantic_diagnostics
+from orbitree.yamlsrc import PathKey, Source, load_file
+
+
+class RecordSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keys: list[str] = Field(
+        ["/*"], description="glob patterns of blackboard keys written to the log when they change"
+    )
+
+
+class ViewSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keys: list[str] = Field(["/*"], description="glob patterns of keys shown by live views")
+
+
+class MissionModel(BaseModel):
+    """The top level of a mission file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mission: str = Field(min_length=1, description="mission name, used in logs and summaries")
+    description: str = ""
+    rate_hz: Frequency = Field(125.0, gt=0.0, description="tick rate of the executive")
+    max_duration: Duration = Field(
+        600.0, gt=0.0, description="mission time after which the run is halted and fails"
+    )
+    seed: int = Field(0, description="seed of the run's random generator (--seed overrides)")
+    blackboard: dict[BlackboardKey, Any] = Field(
+        {}, description="initial blackboard values (quantities with units are stored in SI)"
+    )
+    record: RecordSpec = RecordSpec()
+    view: ViewSpec = ViewSpec()
+    tree: TreeRef
+    subtrees: dict[str, TreeRef] = Field({}, description="named subtrees, used as 'subtree: name'")
+
+    @field_validator("blackboard", mode="after")
+    @classmethod
+    def _units(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {key: any_quantity(item) for key, item in value.items()}
+
+
+@dataclass
+class Mission:
+    model: MissionModel
+    root: NodeSpec
+    file: Path
+    source: Source
+    writers: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.model.mission
+
+    def nodes(self) -> list[NodeSpec]:
+        return list(self.root.walk())
+
+
+def apply_override(data: dict[str, Any], source: Source, assignment: str) -> list[Diagnostic]:
+    """Apply one ``--set KEY=VALUE`` (VALUE parsed as YAML) to the raw mission data."""
+    label = f"--set {assignment}"
+    key, sep, text = assignment.partition("=")
+    if not sep or not key:
+        return [Diagnostic(label, 1, 1, "expected KEY=VALUE, e.g. --set rate_hz=250")]
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        col = len(key) + 2 + (mark.column if mark else 0)
+        return [Diagnostic(label, 1, col, f"value is not valid YAML: {getattr(exc, 'problem', exc)}")]
+    parts: list[str | int] = [int(p) if p.isdigit() else p for p in key.split(".")]
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        nxt = _child(node, part)
+        if nxt is None:
+            if isinstance(node, dict) and isinstance(part, str):
+                node[part] = nxt = {}
+            else:
+                where = ".".join(map(str, parts[: depth + 1]))
+                return [Diagnostic(label, 1, 1, f"{where}: no such entry in the mission")]
+        node = nxt
+    last = parts[-1]
+    if isinstance(node, list) and isinstance(last, int) and last < len(node):
+        node[last] = value
+    elif isinstance(node, dict):
+        node[str(last)] = value
+    else:
+        return [Diagnostic(label, 1, 1, f"{key}: no such entry in the mission")]
+    source.overrides[tuple(parts)] = label
+    return []
+
+
+def _child(node: Any, part: str | int) -> Any:
+    if isinstance(node, dict):
+        return node.get(str(part))
+    if isinstance(node, list) and isinstance(part, int) and part < len(node):
+        return node[part]
+    return None
+
+
+def load_mission(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), registry: Registry | None = None
+) -> Mission:
+    """Load, check and return a mission, or raise ``MissionError`` listing every problem."""
+    registry = registry or default_registry()
+    file = Path(path)
+    data, source = load_file(file)
+    if not isinstance(data, dict):
+        raise MissionError([source.at((), f"a mission is a mapping of keys, got {type(data).__name__}")])
+    errors: list[Diagnostic] = []
+    for assignment in overrides:
+        errors.extend(apply_override(data, source, assignment))
+    if errors:
+        raise MissionError(errors)
+    try:
+        model = MissionModel.model_validate(data)
+    except ValidationError as exc:
+        errors.extend(pydantic_diagnostics(exc, source, (), ""))
+        if "tree" not in data or not isinstance(data.get("subtrees", {}), dict):
+            raise MissionError(errors) from None
+        model = None
+    parser = Parser(registry)
+    parser._include_stack.append(file.resolve())
+    scope = Scope(data.get("subtrees") or {}, source, file.resolve())
+    root = parser.node(data["tree"], ("tree",), scope, "")
+    for name, raw in scope.subtrees.items():  # report mistakes in unused subtrees too
+        if (id(scope), name) not in parser.expanded:
+            parser.node(raw, ("subtrees", name), scope, "", default_name=name)
+    errors.extend(parser.errors)
+    if errors or root is None or model is None:
+        raise MissionError(errors)
+    mission = Mission(model, root, file, source)
+    mission.writers = check_writers(mission)
+    return mission
+
+
+def check_writers(mission: Mission) -> dict[str, list[str]]:
+    """Every key a node reads must be written by a driver, a leaf or an initial value."""
+    writers: dict[str, list[str]] = {key: ["initial blackboard"] for key in mission.model.blackboard}
+    readers: list[tuple[NodeSpec, str]] = []
+    for spec in mission.root.walk():
+        for key in _node_writes(spec):
+            writers.setdefault(key, []).append(spec.name)
+        readers.extend((spec, key) for key in _node_reads(spec))
+    errors = [
+        spec.source.at(
+            _node_key_path(spec),
+            f"{spec.name}: reads {key}, which nothing writes (no driver, leaf or initial "
+            f"'blackboard:' value provides it)",
+        )
+        for spec, key in readers
+        if key not in writers
+    ]
+    if errors:
+        raise MissionError(errors)
+    return writers
+
+
+def _node_reads(spec: NodeSpec) -> list[str]:
+    if spec.leaf is not None:
+        return spec.leaf.reads(spec.params)
+    if spec.kind == "guard":
+        return [spec.params.condition.key]
+    return []
+
+
+def _node_writes(spec: NodeSpec) -> list[str]:
+    return spec.leaf.writes(spec.params) if spec.leaf is not None else []
+
+
+def _node_key_path(spec: NodeSpec) -> PathKey:
+    return (*spec.path, spec.kind)

@@ -1,0 +1,1 @@
+"""Live views of a running mission. They read snapshots, never the tree itself."""

@@ -1,0 +1,386 @@
+"""Serial-arm kinematics: DH and Hayati–Mirmirani link transforms, FK, Jacobian, resolved rate.
+
+Conventions (pure functions, numpy in and out, SI units):
+
+* The link transform of joint ``i`` is the Hayati–Mirmirani (HM) extension of standard (distal)
+  Denavit–Hartenberg::
+
+      T_i = Rz(theta_i) · Tz(d_i) · Tx(a_i) · Rx(alpha_i) · Ry(beta_i),
+      theta_i = q_i + theta_offset_i
+
+  With ``beta = 0`` this is exactly standard DH. HM is used for nominally parallel consecutive
+  axes, where DH's ``d`` is ill-conditioned: such a joint is marked ``hm`` in its
+  :class:`DHTable`, has ``d = 0`` (as is conventional) and carries the small tilt in ``beta``.
+* Frame ``i`` is fixed to link ``i``; joint ``i + 1`` turns about ``z_i``. Frame 0 is the robot
+  base, frame ``n`` the flange. A ``tool`` transform is ``tcp2flange`` (4, 4).
+* Poses are (4, 4) homogeneous matrices named ``A2B``; twists are ``[vx, vy, vz, wx, wy, wz]``
+  of the tool point, expressed in the base frame (linear part first).
+* :data:`UR10E` is UR's official DH table. ``a2`` and ``a3`` are negative there, so at ``q = 0``
+  the arm lies stretched along the base's −x axis: the flange sits at
+  ``x = a2 + a3 = -1.18425``, ``y = -(d4 + d6) = -0.2907``, ``z = d1 - d5 = 0.06085`` (m). Poses
+  are in the frame the UR controller reports (``getActualTCPPose``); ROS's ``base_link`` is that
+  frame turned by pi about z.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+
+def _readonly(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    array = np.array(values, dtype=float)
+    array.setflags(write=False)
+    return array
+
+
+#: UR10e joint speed limits (rad/s): 120 deg/s for base and shoulder, 180 deg/s for the others.
+UR10E_MAX_JOINT_SPEED: np.ndarray = _readonly(
+    np.deg2rad([120.0, 120.0, 180.0, 180.0, 180.0, 180.0])
+)
+#: UR10e joint position range (rad): +-360 deg on every joint.
+UR10E_JOINT_LOWER: np.ndarray = _readonly(np.full(6, -2.0 * np.pi))
+UR10E_JOINT_UPPER: np.ndarray = _readonly(np.full(6, 2.0 * np.pi))
+
+
+# ---------------------------------------------------------------------------- input checks
+# Public so that drivers check their inputs with the same messages.
+
+
+_LAST_ROW = _readonly([0.0, 0.0, 0.0, 1.0])
+_I3 = _readonly(np.eye(3))
+
+
+def check_vector(value: Sequence[float] | np.ndarray, size: int, name: str) -> np.ndarray:
+    """``value`` as a finite float array of shape (size,); ValueError naming ``name`` otherwise."""
+    array = np.asarray(value, dtype=float)
+    if array.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite, got {array}")
+    return array
+
+
+def check_pose(value: np.ndarray, name: str) -> np.ndarray:
+    """``value`` as a (4, 4) transform with a proper rotation (to 1e-6); ValueError otherwise."""
+    pose = np.asarray(value, dtype=float)
+    if pose.shape != (4, 4):
+        raise ValueError(f"{name} must have shape (4, 4), got {pose.shape}")
+    if not np.isfinite(pose).all():
+        raise ValueError(f"{name} must be finite")
+    if np.abs(pose[3] - _LAST_ROW).max() > 1e-9:
+        raise ValueError(f"{name} last row must be [0, 0, 0, 1], got {pose[3]}")
+    rot = pose[:3, :3]
+    if np.abs(rot.T @ rot - _I3).max() > 1e-6 or np.linalg.det(rot) < 0.0:
+        raise ValueError(f"{name} rotation block is not a proper rotation matrix")
+    return pose
+
+
+def _nonnegative(value: float, name: str) -> float:
+    number = float(value)
+    if not np.isfinite(number) or number < 0.0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    return number
+
+
+# ---------------------------------------------------------------------------- link transforms
+
+
+def link_transform(d: float, theta: float, a: float, alpha: float, beta: float = 0.0) -> np.ndarray:
+    """``Rz(theta) · Tz(d) · Tx(a) · Rx(alpha) · Ry(beta)`` as a (4, 4) transform link_i2link_{i-1}.
+
+    Lengths in metres, angles in radians. ``beta = 0`` gives standard DH.
+    """
+    ct, st = math.cos(theta), math.sin(theta)
+    ca, sa = math.cos(alpha), math.sin(alpha)
+    cb, sb = math.cos(beta), math.sin(beta)
+    # Columns of Rz(theta)·Rx(alpha) are x = (ct, st, 0), y = (-st ca, ct ca, sa),
+    # z = (st sa, -ct sa, ca); Ry(beta) then mixes x and z.
+    return np.array(
+        [
+            [cb * ct - sb * st * sa, -st * ca, sb * ct + cb * st * sa, a * ct],
+            [cb * st + sb * ct * sa, ct * ca, sb * st - cb * ct * sa, a * st],
+            [-sb * ca, sa, cb * ca, d],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+
+
+def dh_transform(d: float, theta: float, a: float, alpha: float) -> np.ndarray:
+    """Standard DH link transform ``Rz(theta) · Tz(d) · Tx(a) · Rx(alpha)``, (4, 4)."""
+    return link_transform(d, theta, a, alpha, 0.0)
+
+
+def hm_transform(theta: float, a: float, alpha: float, beta: float, d: float = 0.0) -> np.ndarray:
+    """Hayati–Mirmirani link transform ``Rz(theta) · Tz(d) · Tx(a) · Rx(alpha) · Ry(beta)``.
+
+    ``d`` is conventionally 0 for an HM joint (the common normal of nearly parallel axes is
+    replaced by the tilt ``beta`` about the new y axis); it is accepted for completeness.
+    """
+    return link_transform(d, theta, a, alpha, beta)
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class DHTable:
+    """Per-joint link parameters (SI units) of a serial arm with revolute joints.
+
+    ``theta_offset`` is added to the joint reading (``theta = q + theta_offset``). ``hm[i]`` marks
+    joint ``i`` as modelled with Hayati–Mirmirani (then ``d[i]`` must be 0); ``beta[i]`` must be
+    0 for plain DH joints. Sequences are stored as tuples so a table is hashable and immutable.
+    """
+
+    d: tuple[float, ...]
+    theta_offset: tuple[float, ...]
+    a: tuple[float, ...]
+    alpha: tuple[float, ...]
+    beta: tuple[float, ...] = ()
+    hm: tuple[bool, ...] = ()
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.d)
+        if n == 0:
+            raise ValueError("DHTable needs at least one joint")
+        set_field = object.__setattr__
+        set_field(self, "beta", self.beta if len(self.beta) else (0.0,) * n)
+        set_field(self, "hm", self.hm if len(self.hm) else (False,) * n)
+        for key in ("d", "theta_offset", "a", "alpha", "beta"):
+            values = tuple(float(v) for v in getattr(self, key))
+            if len(values) != n:
+                raise ValueError(f"DHTable.{key} must have {n} entries (as d), got {len(values)}")
+            if not all(np.isfinite(values)):
+                raise ValueError(f"DHTable.{key} must be finite, got {values}")
+            set_field(self, key, values)
+        set_field(self, "hm", tuple(bool(v) for v in self.hm))
+        if len(self.hm) != n:
+            raise ValueError(f"DHTable.hm must have {n} entries (as d), got {len(self.hm)}")
+        for i in range(n):
+            if self.hm[i] and self.d[i] != 0.0:
+                raise ValueError(f"joint {i + 1} is Hayati–Mirmirani: d must be 0, got {self.d[i]}")
+            if not self.hm[i] and self.beta[i] != 0.0:
+                raise ValueError(f"joint {i + 1} is plain DH: beta must be 0, got {self.beta[i]}")
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.d)
+
+    def as_array(self) -> np.ndarray:
+        """(n, 5) array of rows ``[d, theta_offset, a, alpha, beta]``."""
+        return np.column_stack([self.d, self.theta_offset, self.a, self.alpha, self.beta])
+
+
+UR10E = DHTable(
+    d=(0.1807, 0.0, 0.0, 0.17415, 0.11985, 0.11655),
+    theta_offset=(0.0,) * 6,
+    a=(0.0, -0.6127, -0.57155, 0.0, 0.0, 0.0),
+    alpha=(np.pi / 2, 0.0, 0.0, np.pi / 2, -np.pi / 2, 0.0),
+    name="ur10e",
+)
+"""Universal Robots UR10e, official DH parameters (m, rad)."""
+
+_MM = 1e-3
+_DEG = np.pi / 180.0
+KUKA_KR5_SIXX = DHTable(
+    d=tuple(v * _MM for v in (335.0, 0.0, 0.0, 295.0, 0.0, 80.0)),
+    theta_offset=tuple(v * _DEG for v in (0.0, 0.0, 90.0, 0.0, 180.0, 0.0)),
+    a=tuple(v * _MM for v in (75.0, 270.0, 90.0, 0.0, 0.0, 0.0)),
+    alpha=tuple(v * _DEG for v in (90.0, 0.0, 90.0, 90.0, 90.0, 0.0)),
+    beta=(0.0,) * 6,
+    hm=(False, True, False, False, False, False),
+    name="kuka_kr5_sixx",
+)
+"""KUKA KR5 sixx nominal table of the circle-point calibration paper (REFERENCE.md E), in SI;
+joint 2 (axes 2 and 3 nominally parallel) is Hayati–Mirmirani with beta = 0."""
+
+
+# ---------------------------------------------------------------------------- forward kinematics
+
+
+def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:
+    """All frames of the chain in the base frame, shape (n + 2, 4, 4).
+
+    Index 0 is the base (identity), index ``i`` frame ``i`` (after joint ``i``), index ``n`` the
+    flange and index ``n + 1`` the tool (``flange @ tool``; equal to the flange when ``tool`` is
+    None). ``q`` : (n,) rad; ``tool`` : (4, 4) tcp2flange.
+    """
+    n = table.n_joints
+    joints = check_vector(q, n, "q")
+    tcp2flange = np.eye(4) if tool is None else check_pose(tool, "tool")
+    frames = np.empty((n + 2, 4, 4))
+    frames[0] = np.eye(4)
+    for i in range(n):
+        link = link_transform(
+            table.d[i], joints[i] + table.theta_offset[i], table.a[i], table.alpha[i], table.beta[i]
+        )
+        frames[i + 1] = frames[i] @ link
+    frames[n + 1] = frames[n] @ tcp2flange
+    return frames
+
+
+def forward_kinematics(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:
+    """Tool pose ``tcp2base`` (4, 4) at joints ``q`` (n,) rad; flange pose if ``tool`` is None."""
+    return link_frames(table, q, tool)[-1]
+
+
+def geometric_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:
+    """Geometric Jacobian (6, n) at the tool point, in the base frame, linear rows first.
+
+    ``[v; w] = J @ qd`` with ``v`` the velocity of the tool origin and ``w`` the angular velocity,
+    both in base coordinates.
+    """
+    return _jacobian_from_frames(link_frames(table, q, tool))
+
+
+def pose_and_jacobian(
+    table: DHTable, q: np.ndarray, tool: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(tcp2base (4, 4), J (6, n))`` from one pass over the chain (as the two functions above)."""
+    frames = link_frames(table, q, tool)
+    return frames[-1], _jacobian_from_frames(frames)
+
+
+def _jacobian_from_frames(frames: np.ndarray) -> np.ndarray:
+    tip = frames[-1, :3, 3]
+    axes = frames[:-2, :3, 2]  # z_0 .. z_{n-1}: joint i + 1 turns about z_i
+    origins = frames[:-2, :3, 3]
+    lever = tip - origins
+    jacobian = np.empty((6, len(axes)))
+    # z_i x (tip - o_i), written out: np.cross is slow for small arrays.
+    jacobian[0] = axes[:, 1] * lever[:, 2] - axes[:, 2] * lever[:, 1]
+    jacobian[1] = axes[:, 2] * lever[:, 0] - axes[:, 0] * lever[:, 2]
+    jacobian[2] = axes[:, 0] * lever[:, 1] - axes[:, 1] * lever[:, 0]
+    jacobian[3:] = axes.T
+    return jacobian
+
+
+def pose_error(current2base: np.ndarray, target2base: np.ndarray) -> np.ndarray:
+    """Displacement (6,) from ``current`` to ``target``, both (4, 4) in the base frame.
+
+    ``[p_target - p_current, rotvec(R_target · R_current^T)]``: the twist (base frame) that,
+    held for one second, moves the current pose onto the target (exactly in position; in
+    rotation about a fixed base-frame axis).
+    """
+    current = check_pose(current2base, "current2base")
+    target = check_pose(target2base, "target2base")
+    rotation = Rotation.from_matrix(target[:3, :3] @ current[:3, :3].T)
+    return np.concatenate([target[:3, 3] - current[:3, 3], rotation.as_rotvec()])
+
+
+# ---------------------------------------------------------------------------- resolved rate
+
+
+def scheduled_damping(sigma_min: float, damping: float, threshold: float) -> float:
+    """Singularity-aware damping: ``damping * sqrt(1 - (sigma_min / threshold)^2)`` below
+    ``threshold``, 0 above it (Nakamura / Chiaverini schedule; continuous in ``sigma_min``)."""
+    if threshold <= 0.0 or sigma_min >= threshold:
+        return 0.0
+    return damping * float(np.sqrt(1.0 - (sigma_min / threshold) ** 2))
+
+
+def dls_joint_velocity(
+    jacobian: np.ndarray,
+    twist: np.ndarray,
+    damping: float = 0.0,
+    *,
+    singular_threshold: float | None = None,
+) -> np.ndarray:
+    """Damped least-squares joint velocity ``J^T (J J^T + lambda^2 I)^-1 twist``, shape (n,).
+
+    ``jacobian`` : (6, n); ``twist`` : (6,) in the Jacobian's frame. With ``damping = 0`` this is
+    the pseudo-inverse solution (exact singular directions are dropped). If
+    ``singular_threshold`` is given, ``damping`` is the maximum and is applied only near a
+    singularity (see :func:`scheduled_damping` on the smallest singular value).
+    """
+    jac = np.asarray(jacobian, dtype=float)
+    if jac.ndim != 2 or jac.shape[0] != 6:
+        raise ValueError(f"jacobian must have shape (6, n), got {jac.shape}")
+    xd = check_vector(twist, 6, "twist")
+    lam = _nonnegative(damping, "damping")
+    u, sigma, vt = np.linalg.svd(jac, full_matrices=False)
+    if singular_threshold is not None:
+        lam = scheduled_damping(
+            float(sigma[-1]), lam, _nonnegative(singular_threshold, "threshold")
+        )
+    denominator = sigma**2 + lam**2
+    gains = np.divide(sigma, denominator, out=np.zeros_like(sigma), where=denominator > 1e-300)
+    return vt.T @ (gains * (u.T @ xd))
+
+
+def uniform_scale(values: np.ndarray, limits: np.ndarray | float) -> tuple[np.ndarray, float]:
+    """Scale ``values`` by one factor ``s <= 1`` so that ``|values_i| <= limits_i`` for all i.
+
+    Returns ``(s * values, s)``; the direction of ``values`` is kept. ``limits`` > 0, scalar or
+    same shape as ``values``.
+    """
+    vals = np.asarray(values, dtype=float)
+    lims = np.broadcast_to(np.asarray(limits, dtype=float), vals.shape)
+    if np.any(lims <= 0.0):
+        raise ValueError(f"limits must be > 0, got {limits}")
+    magnitude = np.abs(vals)
+    over = magnitude > lims
+    if not np.any(over):
+        return vals.copy(), 1.0
+    factor = float(np.min(lims[over] / magnitude[over]))
+    return vals * factor, factor
+
+
+def resolved_rate_step(
+    table: DHTable,
+    q: np.ndarray,
+    twist: np.ndarray,
+    dt: float,
+    *,
+    tool: np.ndarray | None = None,
+    damping: float = 0.05,
+    singular_threshold: float | None = 0.05,
+    joint_speed_limits: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One explicit-Euler resolved-rate step: returns ``(q_next, qd)``, both (n,).
+
+    ``qd`` is the DLS solution for the tool ``twist`` (6,) in the base frame, scaled uniformly
+    into ``joint_speed_limits`` (n,) rad/s if given; ``q_next = q + qd * dt``.
+    """
+    step = float(dt)
+    if not np.isfinite(step) or step <= 0.0:
+        raise ValueError(f"dt must be > 0, got {dt}")
+    joints = check_vector(q, table.n_joints, "q")
+    jacobian = geometric_jacobian(table, joints, tool)
+    qd = dls_joint_velocity(jacobian, twist, damping, singular_threshold=singular_threshold)
+    if joint_speed_limits is not None:
+        qd, _ = uniform_scale(qd, joint_speed_limits)
+    return joints + qd * step, qd
+
+
+def inverse_kinematics(
+    table: DHTable,
+    target2base: np.ndarray,
+    q_start: np.ndarray,
+    tool: np.ndarray | None = None,
+    *,
+    tolerance: float = 1e-9,
+    max_iterations: int = 100,
+) -> tuple[np.ndarray, bool]:
+    """Numerical IK by damped Newton steps from ``q_start`` (the solution nearest in its basin).
+
+    Returns ``(q, converged)``: ``q`` (n,) rad and whether ``|pose_error|`` (position in m and
+    rotation vector in rad, stacked) fell below ``tolerance``.
+    """
+    target = check_pose(target2base, "target2base")
+    joints = check_vector(q_start, table.n_joints, "q_start").copy()
+    for _ in range(max_iterations):
+        error = pose_error(forward_kinematics(table, joints, tool), target)
+        if np.linalg.norm(error) < tolerance:
+            return joints, True
+        jacobian = geometric_jacobian(table, joints, tool)
+        step = dls_joint_velocity(jacobian, error, 0.05, singular_threshold=0.05)
+        # Keep each Newton step small enough for the linearisation to hold.
+        joints = joints + uniform_scale(step, 0.5)[0]
+    error = pose_error(forward_kinematics(table, joints, tool), target)
+    return joints, bool(np.linalg.norm(error) < tolerance)
