@@ -59,7 +59,9 @@ class ConditionParams(NodeParams):
         return self
 
 
-def evaluate(params: ConditionParams, value: Any, present: bool, age: float | None) -> tuple[bool, str]:
+def evaluate(
+    params: ConditionParams, value: Any, present: bool, age: float | None
+) -> tuple[bool, str]:
     """Apply the tests of ``params`` to a blackboard value; return (passed, explanation)."""
     given = params.model_fields_set
     key = params.key

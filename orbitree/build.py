@@ -75,7 +75,9 @@ def _make(spec: NodeSpec, children: list[Behaviour], ctx: Context) -> Behaviour:
     if kind == "fallback":
         return py_trees.composites.Selector(name, memory=not p.reactive, children=children)
     if kind == "parallel":
-        return py_trees.composites.Parallel(name, policy=_parallel_policy(p, children), children=children)
+        return py_trees.composites.Parallel(
+            name, policy=_parallel_policy(p, children), children=children
+        )
     (child,) = children
     if kind == "retry":
         return py_trees.decorators.Retry(name, child, num_failures=p.attempts)
@@ -87,14 +89,19 @@ def _make(spec: NodeSpec, children: list[Behaviour], ctx: Context) -> Behaviour:
         return py_trees.decorators.Inverter(name, child)
     if kind == "one_shot":
         policy = (
-            OneShotPolicy.ON_SUCCESSFUL_COMPLETION if p.on == "success" else OneShotPolicy.ON_COMPLETION
+            OneShotPolicy.ON_SUCCESSFUL_COMPLETION
+            if p.on == "success"
+            else OneShotPolicy.ON_COMPLETION
         )
         return py_trees.decorators.OneShot(name, child, policy=policy)
     if kind == "rate_limit":
         return RateLimit(name, child, p.hz, ctx)
     if kind == "guard":
         return py_trees.decorators.EternalGuard(
-            name, child, condition=guard_condition(p.condition, ctx), blackboard_keys=[p.condition.key]
+            name,
+            child,
+            condition=guard_condition(p.condition, ctx),
+            blackboard_keys=[p.condition.key],
         )
     raise AssertionError(f"no builder for node kind {kind!r}")  # the parser admits no other kinds
 

@@ -42,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     with_set(run)
     run.add_argument("--log", type=Path, help="write the JSON-lines mission log here")
     run.add_argument("--summary", type=Path, help="write the run summary (JSON) here")
-    run.add_argument("--view", choices=["none", "terminal"], help="live view (default: terminal on a tty)")
+    run.add_argument(
+        "--view", choices=["none", "terminal"], help="live view (default: terminal on a tty)"
+    )
     run.add_argument("--seed", type=int, help="seed of the run (default: the mission's 'seed')")
     run.add_argument(
         "--realtime", action="store_true", help="pace the simulated clock to the wall clock"
@@ -107,8 +109,10 @@ def _run(args: argparse.Namespace) -> int:
     print(line)
     if result.error:
         where = f"; traceback in {args.log}" if args.log else ""
-        print(f"orbitree: mission aborted: {result.reason}; the tree was halted and every driver stopped{where}",
-              file=sys.stderr)
+        print(
+            f"orbitree: mission aborted: {result.reason}; the tree was halted and every driver stopped{where}",
+            file=sys.stderr,
+        )
     return EXIT_OK if result.status == "SUCCESS" else EXIT_FAILED
 
 

@@ -141,7 +141,9 @@ DECORATORS = ("retry", "repeat", "timeout", "inverter", "one_shot", "rate_limit"
 class ClockTimeout(py_trees.decorators.Decorator):
     """FAILURE (and the child halted) when the child is still RUNNING ``duration`` after it began."""
 
-    def __init__(self, name: str, child: py_trees.behaviour.Behaviour, duration: float, ctx: Context):
+    def __init__(
+        self, name: str, child: py_trees.behaviour.Behaviour, duration: float, ctx: Context
+    ):
         super().__init__(name=name, child=child)
         self.duration = duration
         self.ctx = ctx
@@ -166,9 +168,6 @@ class RateLimit(py_trees.decorators.Decorator):
         super().__init__(name=name, child=child)
         self.interval = 1.0 / hz
         self.ctx = ctx
-        self.next_tick = -float("inf")
-
-    def initialise(self) -> None:
         self.next_tick = -float("inf")
 
     def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:

@@ -22,7 +22,11 @@ class MissionError(Exception):
     """Bad input: one or more diagnostics. Nothing has been built or moved."""
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = sorted(set(diagnostics))
+        # Files in the order they were first reported (an include site before the included
+        # file's own problems), each file's diagnostics by position; duplicates dropped.
+        unique = list(dict.fromkeys(diagnostics))
+        first = {d.file: i for i, d in reversed(list(enumerate(unique)))}
+        self.diagnostics = sorted(unique, key=lambda d: (first[d.file], d.line, d.col, d.message))
         super().__init__("\n".join(str(d) for d in self.diagnostics))
 
 

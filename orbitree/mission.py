@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orbitree.control import TreeRef
 from orbitree.errors import Diagnostic, MissionError
-from orbitree.quantities import BlackboardKey, Duration, Frequency, any_quantity
+from orbitree.quantities import BlackboardKey, Duration, Frequency, SIValue
 from orbitree.registry import Registry, default_registry
 from orbitree.spec import NodeSpec, Parser, Scope, pydantic_diagnostics
-from orbitree.yamlsrc import PathKey, Source, load_file
+from orbitree.yamlsrc import Source, load_file
 
 
 class RecordSpec(BaseModel):
@@ -46,18 +46,13 @@ class MissionModel(BaseModel):
         600.0, gt=0.0, description="mission time after which the run is halted and fails"
     )
     seed: int = Field(0, description="seed of the run's random generator (--seed overrides)")
-    blackboard: dict[BlackboardKey, Any] = Field(
+    blackboard: dict[BlackboardKey, SIValue] = Field(
         {}, description="initial blackboard values (quantities with units are stored in SI)"
     )
     record: RecordSpec = RecordSpec()
     view: ViewSpec = ViewSpec()
     tree: TreeRef
     subtrees: dict[str, TreeRef] = Field({}, description="named subtrees, used as 'subtree: name'")
-
-    @field_validator("blackboard", mode="after")
-    @classmethod
-    def _units(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return {key: any_quantity(item) for key, item in value.items()}
 
 
 @dataclass
@@ -87,7 +82,9 @@ def apply_override(data: dict[str, Any], source: Source, assignment: str) -> lis
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         col = len(key) + 2 + (mark.column if mark else 0)
-        return [Diagnostic(label, 1, col, f"value is not valid YAML: {getattr(exc, 'problem', exc)}")]
+        return [
+            Diagnostic(label, 1, col, f"value is not valid YAML: {getattr(exc, 'problem', exc)}")
+        ]
     parts: list[str | int] = [int(p) if p.isdigit() else p for p in key.split(".")]
     node: Any = data
     for depth, part in enumerate(parts[:-1]):
@@ -126,7 +123,9 @@ def load_mission(
     file = Path(path)
     data, source = load_file(file)
     if not isinstance(data, dict):
-        raise MissionError([source.at((), f"a mission is a mapping of keys, got {type(data).__name__}")])
+        raise MissionError(
+            [source.at((), f"a mission is a mapping of keys, got {type(data).__name__}")]
+        )
     errors: list[Diagnostic] = []
     for assignment in overrides:
         errors.extend(apply_override(data, source, assignment))
@@ -135,7 +134,7 @@ def load_mission(
     try:
         model = MissionModel.model_validate(data)
     except ValidationError as exc:
-        errors.extend(pydantic_diagnostics(exc, source, (), ""))
+        errors.extend(pydantic_diagnostics(exc, source, (), "", model=MissionModel))
         if "tree" not in data or not isinstance(data.get("subtrees", {}), dict):
             raise MissionError(errors) from None
         model = None
@@ -156,7 +155,9 @@ def load_mission(
 
 def check_writers(mission: Mission) -> dict[str, list[str]]:
     """Every key a node reads must be written by a driver, a leaf or an initial value."""
-    writers: dict[str, list[str]] = {key: ["initial blackboard"] for key in mission.model.blackboard}
+    writers: dict[str, list[str]] = {
+        key: ["initial blackboard"] for key in mission.model.blackboard
+    }
     readers: list[tuple[NodeSpec, str]] = []
     for spec in mission.root.walk():
         for key in _node_writes(spec):
@@ -164,9 +165,10 @@ def check_writers(mission: Mission) -> dict[str, list[str]]:
         readers.extend((spec, key) for key in _node_reads(spec))
     errors = [
         spec.source.at(
-            _node_key_path(spec),
-            f"{spec.name}: reads {key}, which nothing writes (no driver, leaf or initial "
+            (*spec.path, spec.kind),
+            f"{spec.node_path}: reads {key}, which nothing writes (no driver, leaf or initial "
             f"'blackboard:' value provides it)",
+            key=True,
         )
         for spec, key in readers
         if key not in writers
@@ -186,7 +188,3 @@ def _node_reads(spec: NodeSpec) -> list[str]:
 
 def _node_writes(spec: NodeSpec) -> list[str]:
     return spec.leaf.writes(spec.params) if spec.leaf is not None else []
-
-
-def _node_key_path(spec: NodeSpec) -> PathKey:
-    return (*spec.path, spec.kind)

@@ -11,7 +11,14 @@ import re
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    WithJsonSchema,
+    field_validator,
+)
 from scipy.spatial.transform import Rotation
 
 from orbitree.units import QUANTITY_PATTERN, UNITS, UnitError, parse_quantity
@@ -68,8 +75,11 @@ def any_quantity(value: Any) -> Any:
     """Convert a ``"<number> <unit>"`` string of any known dimension to SI; leave others alone.
 
     Used where a field compares against blackboard values whose dimension the loader cannot
-    know (``condition: {key: /servo/error_norm, below: 1 mm}``).
+    know (``condition: {key: /servo/error_norm, below: 1 mm}``). Lists are converted element by
+    element (``[350 mm, 2 cm]`` -> ``[0.35, 0.02]``).
     """
+    if isinstance(value, list):
+        return [any_quantity(item) for item in value]
     if isinstance(value, str):
         match = _NUMBER_UNIT.match(value)
         if match and match.group(2) in _ANY_UNIT:
@@ -138,9 +148,14 @@ class Pose(BaseModel):
 def _pose_from_list(value: Any) -> Any:
     if isinstance(value, list | tuple):
         if len(value) != 6:
-            raise ValueError(f"a pose list needs 6 values [x, y, z, roll, pitch, yaw], got {len(value)}")
+            raise ValueError(
+                f"a pose list needs 6 values [x, y, z, roll, pitch, yaw], got {len(value)}"
+            )
         return {"xyz": list(value[:3]), "rpy": list(value[3:])}
     return value
 
 
 PoseField = Annotated[Pose, BeforeValidator(_pose_from_list)]
+
+
+SIValue = Annotated[Any, BeforeValidator(any_quantity)]

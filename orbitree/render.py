@@ -10,7 +10,9 @@ from orbitree.spec import NodeSpec
 
 
 def _describe(spec: NodeSpec) -> str:
-    params = spec.params.model_dump(mode="json", exclude={"name", "children", "child"}, exclude_defaults=True)
+    params = spec.params.model_dump(
+        mode="json", exclude={"name", "children", "child"}, exclude_defaults=True
+    )
     if spec.kind == "guard":
         params = {"condition": spec.params.condition.model_dump(mode="json", exclude_defaults=True)}
     detail = ", ".join(f"{k}={v}" for k, v in params.items())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,6 +35,7 @@ class NodeSpec:
     source: Source
     path: PathKey
     leaf: type[Leaf] | None = None
+    node_path: str = ""  # names from the root, e.g. "dock/approach"
 
     def walk(self):
         """Pre-order traversal (the order node ids are assigned in)."""
@@ -71,6 +72,7 @@ def pydantic_diagnostics(
     base: PathKey,
     node_path: str,
     shorthand: str | None = None,
+    model: type[BaseModel] | None = None,
 ) -> list[Diagnostic]:
     """Turn pydantic's errors into positioned diagnostics under the YAML path ``base``.
 
@@ -80,6 +82,7 @@ def pydantic_diagnostics(
     out = []
     prefix = f"{node_path}: " if node_path else ""
     for err in exc.errors():
+        on_key = "[key]" in err["loc"]
         loc = tuple(p for p in err["loc"] if p != "[key]")
         # pydantic's union/function-wrapper locs name validator types, not YAML keys; drop them
         loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or "(" in p)))
@@ -88,7 +91,7 @@ def pydantic_diagnostics(
         rel = format_path(loc) if loc else ""
         kind = err["type"]
         if kind == "extra_forbidden":
-            message = f"{prefix}unknown key {rel!r}"
+            message = f"{prefix}unknown key {rel!r}{_expected_keys(model, loc)}"
             out.append(source.at(full, message, key=True))
             continue
         if kind == "missing":
@@ -98,11 +101,27 @@ def pydantic_diagnostics(
         msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
         shown = "" if isinstance(got, dict | list) or got is None else f", got {got!r}"
-        if shown and repr(got) in msg:
+        if shown and (repr(got) in msg or ", got " in msg):
             shown = ""
         where = f"{rel}: " if rel else ""
-        out.append(source.at(full, f"{prefix}{where}{msg}{shown}"))
+        out.append(source.at(full, f"{prefix}{where}{msg}{shown}", key=on_key))
     return out
+
+
+def _expected_keys(model: type[BaseModel] | None, loc: tuple) -> str:
+    """'; expected one of: ...' (with a close match first) for an unknown key at ``loc``."""
+    for part in loc[:-1]:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return ""
+        inner = model.model_fields[part].annotation
+        candidates = [a for a in (inner, *get_args(inner)) if isinstance(a, type)]
+        model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+    if model is None:
+        return ""
+    known = list(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"; {hint}expected one of: {', '.join(known)}"
 
 
 @dataclass
@@ -134,7 +153,9 @@ class Parser:
             params = params_cls.model_validate(body)
         except ValidationError as exc:
             self.errors.extend(
-                pydantic_diagnostics(exc, source, (*path, kind), node_path, shorthand=short)
+                pydantic_diagnostics(
+                    exc, source, (*path, kind), node_path, shorthand=short, model=params_cls
+                )
             )
             return None
         name = forced_name or params.name or default_name or kind
@@ -143,7 +164,7 @@ class Parser:
             return self._subtree(params.ref, params.name, (*path, kind), scope, node_path, parent)
         if kind == "include":
             return self._include(params.file, params.name, (*path, kind), scope, parent)
-        spec = NodeSpec(kind, name, params, [], source, path, self.registry.leaves.get(kind))
+        spec = NodeSpec(kind, name, params, [], source, path, self.registry.leaves.get(kind), node_path)
         raw_children = getattr(params, "children", None)
         if raw_children is not None:
             base = (*path, kind) if short == "children" else (*path, kind, "children")
@@ -153,6 +174,8 @@ class Parser:
                     spec.children.append(built)
             if len(spec.children) != len(raw_children):
                 return None
+            if kind == "parallel" and not self._selection_ok(spec, path):
+                return None
         elif hasattr(params, "child"):
             built = self.node(params.child, (*path, kind, "child"), scope, node_path)
             if built is None:
@@ -160,16 +183,41 @@ class Parser:
             spec.children.append(built)
         return spec
 
-    def _split(self, raw: Any, path: PathKey, source: Source, parent: str) -> tuple[str | None, Any]:
-        where = f"{parent}: " if parent else ""
+    def _selection_ok(self, spec: NodeSpec, path: PathKey) -> bool:
+        """Policy 'selected' needs 'selected' to name children of this parallel."""
+        params = spec.params
+        if params.policy != "selected":
+            return True
+        where = f"{spec.node_path}: "
+        if not params.selected:
+            message = f"{where}policy 'selected' needs a 'selected' list of child names"
+            self.errors.append(spec.source.at((*path, "parallel"), message))
+            return False
+        names = [child.name for child in spec.children]
+        ok = True
+        for i, wanted in enumerate(params.selected):
+            if wanted not in names:
+                message = f"{where}selected: no child named {wanted!r} (children: {', '.join(names)})"
+                self.errors.append(spec.source.at((*path, "parallel", "selected", i), message))
+                ok = False
+        return ok
+
+    def _split(
+        self, raw: Any, path: PathKey, source: Source, parent: str
+    ) -> tuple[str | None, Any]:
+        where = f"{parent or format_path(path)}: "
         example = "a mapping with one key naming its kind, e.g. 'wait: 1 s' or 'sequence: [...]'"
         if not isinstance(raw, dict) or len(raw) != 1:
             got = (
                 f"a mapping with {len(raw)} keys ({', '.join(map(str, raw))})"
                 if isinstance(raw, dict)
-                else "nothing" if raw is None else f"{type(raw).__name__} {raw!r}"
+                else "nothing"
+                if raw is None
+                else f"{type(raw).__name__} {raw!r}"
             )
-            self.errors.append(source.at(path, f"{where}expected a tree node ({example}), got {got}"))
+            self.errors.append(
+                source.at(path, f"{where}expected a tree node ({example}), got {got}")
+            )
             return None, None
         ((kind, value),) = raw.items()
         if kind not in CONTROL_PARAMS and kind not in self.registry.leaves:
@@ -206,20 +254,25 @@ class Parser:
             known = sorted({k for s in _chain(scope) for k in s.subtrees})
             self.errors.append(
                 scope.source.at(
-                    path, f"{node_path}: no subtree named {ref!r} (defined: {', '.join(known) or 'none'})"
+                    path,
+                    f"{node_path}: no subtree named {ref!r} (defined: {', '.join(known) or 'none'})",
                 )
             )
             return None
         raw, owner = found
         marker = (id(owner), ref)
         if marker in self._subtree_stack:
-            cycle = " -> ".join(n for _, n in self._subtree_stack[self._subtree_stack.index(marker):])
+            cycle = " -> ".join(
+                n for _, n in self._subtree_stack[self._subtree_stack.index(marker) :]
+            )
             self.errors.append(scope.source.at(path, f"subtree cycle: {cycle} -> {ref}"))
             return None
         self._subtree_stack.append(marker)
         try:
             self.expanded.add(marker)
-            return self.node(raw, ("subtrees", ref), owner, parent, default_name=ref, forced_name=name)
+            return self.node(
+                raw, ("subtrees", ref), owner, parent, default_name=ref, forced_name=name
+            )
         finally:
             self._subtree_stack.pop()
 
@@ -231,10 +284,13 @@ class Parser:
             chain = " -> ".join(p.name for p in [*self._include_stack, target])
             self.errors.append(scope.source.at(path, f"include cycle: {chain}"))
             return None
+        if not target.is_file():
+            self.errors.append(scope.source.at(path, f"cannot include {file!r}: no such file ({target})"))
+            return None
         try:
             data, source = load_file(target)
         except MissionError as exc:
-            self.errors.append(scope.source.at(path, f"cannot include {file!r}: see below"))
+            self.errors.append(scope.source.at(path, f"cannot include {file!r}: it has errors (below)"))
             self.errors.extend(exc.diagnostics)
             return None
         if not isinstance(data, dict) or "tree" not in data:
@@ -266,6 +322,3 @@ def _chain(scope: Scope | None):
         yield scope
         scope = scope.parent
 
-
-def params_schema_name(model: type[BaseModel]) -> str:
-    return model.__name__

@@ -105,4 +105,6 @@ def parse_quantity(value: object, dimension: str, bare_unit: str | None = None) 
 
 def _describe(dimension: str) -> str:
     spellings = ", ".join(units_for(dimension))
-    return f"{dimension.replace('_', ' ')} (a number in {_SI_NAME[dimension]} or one of: {spellings})"
+    return (
+        f"{dimension.replace('_', ' ')} (a number in {_SI_NAME[dimension]} or one of: {spellings})"
+    )

@@ -47,6 +47,9 @@ class Source:
         return Diagnostic(self.file, line, col, message)
 
 
+_TEXT_KEY_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "bool", "int", "float", "timestamp")}
+
+
 def _mark(node: Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
@@ -74,9 +77,19 @@ class _Builder:
     def _mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any] | None:
         if node.tag not in ("tag:yaml.org,2002:map",):
             return self._bad_tag(node)
+        explicit = sum(1 for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge")
         self.constructor.flatten_mapping(node)
+        merged = len(node.value) - explicit  # `<<:` entries, placed first; explicit keys win
         out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
+        for index, (key_node, value_node) in enumerate(node.value):
+            if index < merged:
+                key = self.build_key(key_node) if isinstance(key_node, ScalarNode) else None
+                later = {self.build_key(k) for k, _ in node.value[merged:] if isinstance(k, ScalarNode)}
+                if key is None or key in out or key in later:
+                    continue
+                self.source.key_marks[(*path, key)] = _mark(key_node)
+                out[key] = self.build(value_node, (*path, key))
+                continue
             if not isinstance(key_node, ScalarNode):
                 line, col = _mark(key_node)
                 self.errors.append(
@@ -104,6 +117,9 @@ class _Builder:
         return out
 
     def build_key(self, node: ScalarNode) -> str | None:
+        # A plain key is its text: YAML 1.1 would read `on:`, `yes:` or `no:` as booleans.
+        if node.tag in _TEXT_KEY_TAGS:
+            return node.value
         try:
             key = self.constructor.construct_object(node, deep=True)
         except ConstructorError:
@@ -133,15 +149,25 @@ def load_source(text: str, file: str) -> tuple[Any, Source]:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or str(exc)
-        context = f" ({exc.context})" if exc.context else ""
-        raise MissionError([Diagnostic(file, line, col, f"YAML syntax: {problem}{context}")]) from None
+        context = ""
+        if exc.context:
+            opened = exc.context_mark
+            began = f" that began at {opened.line + 1}:{opened.column + 1}" if opened else ""
+            context = f" ({exc.context}{began})"
+        raise MissionError(
+            [Diagnostic(file, line, col, f"YAML syntax: {problem}{context}")]
+        ) from None
     except yaml.YAMLError as exc:  # e.g. reader errors on control characters
         raise MissionError([Diagnostic(file, 1, 1, f"YAML: {exc}")]) from None
     if not nodes or nodes[0] is None:
-        raise MissionError([Diagnostic(file, 1, 1, "the file is empty: expected a mission mapping")])
+        raise MissionError(
+            [Diagnostic(file, 1, 1, "the file is empty: expected a mission mapping")]
+        )
     if len(nodes) > 1:
         line, col = _mark(nodes[1])
-        raise MissionError([Diagnostic(file, line, col, "expected one YAML document, found several")])
+        raise MissionError(
+            [Diagnostic(file, line, col, "expected one YAML document, found several")]
+        )
     builder = _Builder(source)
     data = builder.build(nodes[0], ())
     if builder.errors:
@@ -152,11 +178,17 @@ def load_source(text: str, file: str) -> tuple[Any, Source]:
 def load_file(path: Path) -> tuple[Any, Source]:
     """Read and parse ``path``; unreadable files are diagnostics too."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise MissionError([Diagnostic(str(path), 1, 1, "no such file")]) from None
-    except UnicodeDecodeError as exc:
-        raise MissionError([Diagnostic(str(path), 1, 1, f"not UTF-8 text: {exc.reason}")]) from None
     except OSError as exc:
         raise MissionError([Diagnostic(str(path), 1, 1, f"cannot read: {exc.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = len(raw[line_start : exc.start].decode("utf-8", errors="replace")) + 1
+        message = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded ({exc.reason})"
+        raise MissionError([Diagnostic(str(path), line, col, message)]) from None
     return load_source(text, str(path))

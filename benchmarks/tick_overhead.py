@@ -1,0 +1,111 @@
+"""Per-tick cost of the executive over a bare py_trees tree, on a ~40-node mission.
+
+Both sides tick the very same tree (built by orbitree from the same YAML) the same number of
+times, advancing mission time identically. "bare" calls ``root.tick_once()`` in a loop; the
+"executive" side is ``Executive.run()`` with the recorder writing a JSON-lines log, per-node
+timing, status-change scanning and snapshots (no view attached). Runs alternate, and the median
+per-tick time over the runs is reported for each side, with the ratio.
+
+    python benchmarks/tick_overhead.py [--ticks 3000] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import py_trees
+
+from orbitree.build import build_tree
+from orbitree.context import Context
+from orbitree.executive import Executive
+from orbitree.mission import load_mission
+
+CYCLE = """
+          - sequence:
+              name: cycle {i}
+              children:
+                - set: {{key: /bench/phase{i}, value: {i}}}
+                - fallback:
+                    reactive: true
+                    children:
+                      - condition: {{key: /bench/force, below: 30 N}}
+                      - log: force high
+                - parallel:
+                    policy: all
+                    children:
+                      - wait: 30 ms
+                      - condition: {{key: /bench/phase{i}, equals: {i}}}
+                - retry:
+                    attempts: 2
+                    child:
+                      timeout: {{duration: 1 s, child: {{wait: 20 ms}}}}
+                - inverter: {{child: {{fail: {{}}}}}}
+"""
+
+
+def mission_text(ticks: int, rate: float) -> str:
+    cycles = "".join(CYCLE.format(i=i) for i in range(3))
+    return f"""mission: bench
+rate_hz: {rate}
+max_duration: {ticks / rate} s
+blackboard: {{/bench/force: 12.0}}
+tree:
+  repeat:
+    count: -1
+    child:
+      sequence:
+        name: body
+        children:{cycles}"""
+
+
+def bare(mission, ticks: int) -> float:
+    py_trees.blackboard.Blackboard.clear()
+    ctx = Context(period=1.0 / mission.model.rate_hz)
+    tree = build_tree(mission.root, ctx)
+    for key, value in mission.model.blackboard.items():
+        py_trees.blackboard.Blackboard.set(key, value)
+    start = time.perf_counter()
+    for k in range(ticks):
+        ctx.now = k * ctx.period
+        tree.root.tick_once()
+    return (time.perf_counter() - start) / ticks
+
+
+def executive(mission, ticks: int, log: Path) -> float:
+    ex = Executive(mission, log_path=str(log))
+    start = time.perf_counter()
+    result = ex.run()
+    elapsed = time.perf_counter() - start
+    assert result.summary["ticks"] == ticks, result.summary
+    return elapsed / ticks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ticks", type=int, default=3000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.yaml"
+        path.write_text(mission_text(args.ticks, 125.0))
+        mission = load_mission(path)
+        n_nodes = len(mission.nodes())
+        bare_s, exec_s = [], []
+        for _ in range(args.runs):
+            bare_s.append(bare(mission, args.ticks))
+            exec_s.append(executive(mission, args.ticks, Path(tmp) / "run.jsonl"))
+        log_kb = (Path(tmp) / "run.jsonl").stat().st_size / 1024
+    b, e = statistics.median(bare_s) * 1e6, statistics.median(exec_s) * 1e6
+    print(f"tree: {n_nodes} nodes, {args.ticks} ticks per run, {args.runs} runs (median)")
+    print(f"bare py_trees tick:         {b:8.1f} us/tick")
+    print(f"executive (recorder on):    {e:8.1f} us/tick   (log {log_kb:.0f} KiB per run)")
+    print(f"ratio executive / bare:     {e / b:8.2f}")
+    print(f"executive overhead:         {e - b:8.1f} us/tick")
+
+
+if __name__ == "__main__":
+    main()
