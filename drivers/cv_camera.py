@@ -3,8 +3,12 @@
 A USB/V4L2 device index, a video file or a stream URL (RTSP, HTTP MJPEG, GStreamer pipeline)
 is opened in ``setup()``; the requested resolution (by default the calibration's image size) is
 asked of the device and the delivered size is checked against the calibration, because
-intrinsics calibrated at one resolution are wrong at another. Intrinsics come from a calibration
-file (see :mod:`orbitree.drivers.calibration_io`).
+intrinsics calibrated at one resolution are wrong at another.
+
+Intrinsics come from a calibration file (see :mod:`orbitree.drivers.calibration_io`), read in
+``__init__``: the file is configuration, not hardware, so a missing or malformed calibration
+fails when the mission is loaded, before anything moves, and ``intrinsics`` is available (as
+the Camera protocol and SimCamera have it) without opening the device.
 
 ``read()`` never waits for the device in the default threaded mode: a background thread grabs
 frames as the device produces them and ``read()`` hands out the newest one once, returning None
@@ -15,8 +19,8 @@ period; used by tests and by file playback).
 
 Usage::
 
-    camera = CvCamera("wrist_cam", 0, "calib/wrist_cam.yaml")
-    camera.setup()                 # raises CameraOpenError / CalibrationFileError
+    camera = CvCamera("wrist_cam", 0, "calib/wrist_cam.yaml")  # CalibrationFileError
+    camera.setup()                 # raises CameraOpenError
     frame = camera.read()          # Frame(image, stamp) or None
     camera.shutdown()
 """
@@ -67,7 +71,8 @@ class CvCamera:
     ----------
     name : driver name used in messages and frame metadata.
     source : device index (``0`` or ``"0"``), video file path or stream URL.
-    calibration : calibration file with the intrinsics (OpenCV FileStorage or plain YAML).
+    calibration : calibration file with the intrinsics (OpenCV FileStorage or plain YAML),
+        or the intrinsics themselves.
     width, height : requested resolution in pixels; default: the calibration's image size.
     fps : requested frame rate, if any.
     grey : deliver (H, W) uint8 grey images instead of (H, W, 3) BGR.
@@ -82,7 +87,7 @@ class CvCamera:
         self,
         name: str,
         source: int | str,
-        calibration: str | Path,
+        calibration: str | Path | CameraIntrinsics,
         *,
         width: int | None = None,
         height: int | None = None,
@@ -97,7 +102,12 @@ class CvCamera:
             raise ValueError(f"camera {name!r}: give both width and height or neither")
         self.name = name
         self.source = int(source) if isinstance(source, str) and source.isdigit() else source
-        self.calibration = Path(calibration)
+        if isinstance(calibration, CameraIntrinsics):
+            self.calibration: str = "the given intrinsics"
+            self.intrinsics = calibration
+        else:
+            self.calibration = str(calibration)
+            self.intrinsics = load_intrinsics(calibration)
         self.requested_size = (width, height) if width is not None else None
         self.fps = fps
         self.grey = grey
@@ -105,26 +115,15 @@ class CvCamera:
         self.api_preference = api_preference
         self._clock = clock
         self._capture_factory = capture_factory or cv2.VideoCapture
-        self._intrinsics: CameraIntrinsics | None = None
         self._capture: VideoCaptureLike | None = None
         self._sequence = 0
         self._grabber: _Grabber | None = None
 
-    @property
-    def intrinsics(self) -> CameraIntrinsics:
-        if self._intrinsics is None:
-            # AttributeError (not RuntimeError) keeps isinstance(cam, Camera) usable pre-setup.
-            raise AttributeError(
-                f"camera {self.name!r}: intrinsics are loaded from {self.calibration} in "
-                "setup(); call setup() first"
-            )
-        return self._intrinsics
-
     def setup(self) -> None:
-        """Load the calibration, open the device, request the resolution and check it."""
+        """Open the device, request the resolution and check it against the calibration."""
         if self._capture is not None:
             return
-        intrinsics = load_intrinsics(self.calibration)
+        intrinsics = self.intrinsics
         width, height = self.requested_size or (intrinsics.width, intrinsics.height)
         capture = self._open()
         try:
@@ -143,7 +142,6 @@ class CvCamera:
         except BaseException:
             capture.release()
             raise
-        self._intrinsics = intrinsics
         self._capture = capture
         if self.threaded:
             self._grabber = _Grabber(self.name, lambda: self._grab_once(capture))

@@ -1,57 +1,51 @@
 """Simulated UR10e: the ``Robot`` protocol on the kinematics of ``orbitree.skills.kinematics``.
 
 Time. Nothing moves by itself: the sim world calls ``step(dt)`` once per tick, in lockstep with
-the executive. ``step`` integrates the arm in control periods of ``period`` (default 2 ms, the
-e-Series 500 Hz), explicit Euler on the joint velocities. The *command period* is the time one
-command is meant to cover: ``command_period`` if given, else the ``dt`` of the current ``step``.
+the executive, and the arm is integrated (explicit Euler on joint velocities) in control periods
+of about ``period`` (default 2 ms, the e-Series 500 Hz). The *command period* is the time one
+command covers: ``command_period`` if given, else the ``dt`` of the current ``step``.
 
-Motion modes (a new command replaces the running one, as on the UR controller):
+Modes (a new command replaces the running one, as on the UR controller):
 
 * ``speed_l(twist, a)``: the reference twist ramps to the command at ``a`` (m/s² linear, rad/s²
-  angular, like URScript's ``speedl``); joint velocities by damped least squares (DLS). Watchdog:
-  if ``speed_l`` is not refreshed within ``watchdog_timeout`` (default 3 command periods) the
-  command becomes zero and the arm ramps to rest at the same ``a``.
-* ``servo_l(pose)``: the TCP moves on a straight line so as to reach ``pose`` one command period
-  after the call (then holds it); the speed is capped so the joints can brake within the
-  acceleration limit.
-* ``move_l(pose, v, a)``: straight line, trapezoidal profile on the longer of the linear (m)
-  and angular (rad) distances, tracked with feed-forward plus feedback; done when within 10 µm
-  and 1e-4 rad of the goal after the profile ends. ``move_j(q, v, a)``: trapezoidal profile on
-  the joint with the longest travel, the others synchronised. Both are non-blocking; poll
-  ``motion_done``.
-* ``stop()``: all joints decelerate together (direction kept) at the joint acceleration limit;
-  the arm is at rest after ``max_i |qd_i| / a_max`` (rounded up to a period).
+  angular, as URScript ``speedl``); joint velocities by damped least squares. Watchdog: without
+  a new ``speed_l`` within ``watchdog_timeout`` (default 3 command periods) the command becomes
+  zero and the arm ramps to rest at the same ``a``.
+* ``servo_l(pose)``: straight line reaching ``pose`` one command period after the call, then
+  held; the speed is capped so that the joints can brake within the acceleration limit.
+* ``move_l(pose, v, a)``: straight line, trapezoidal profile on the longer of the linear (m) and
+  angular (rad) distance, tracked with feed-forward and feedback; done within 10 µm and 1e-4 rad
+  after the profile ends. ``move_j(q, v, a)``: trapezoid on the joint with the longest travel,
+  the others synchronised. Both are non-blocking (poll ``motion_done``).
+* ``stop()``: all joints decelerate together (direction kept) at ``joint_acceleration``; at rest
+  after ``max_i |qd_i| / joint_acceleration``, rounded up to a period.
 
-What clips (the arm moves slower, direction kept, no error):
+What clips (slower, direction kept, no error), each by one factor on the whole vector:
 
-* a commanded twist (``speed_l``, ``servo_l``, ``move_l`` speed) above the TCP linear speed limit
-  (``tcp_speed``, default 1.0 m/s, chosen below the UR10e's usual 1.5 m/s safety setting) or the
-  TCP angular limit (``tcp_angular_speed``, default pi rad/s): scaled by one factor;
+* a commanded twist (``speed_l``, ``servo_l``, ``move_l`` speed) above the TCP linear limit
+  ``tcp_speed`` (default 1.0 m/s, below the UR10e's usual 1.5 m/s safety setting) or the angular
+  limit ``tcp_angular_speed`` (default pi rad/s);
 * joint velocities above the joint speed limits (UR10e: 120 deg/s base and shoulder, 180 deg/s
-  others) while the arm is away from singularities (smallest singular value of the Jacobian at
-  least ``singular_threshold``), and in every ``move_j``: the whole joint velocity vector is
-  scaled by one factor, and again if the resulting TCP twist exceeds the TCP limits;
-* the change of the joint velocity vector each period, to ``joint_acceleration`` (one factor);
-  ``move_j`` speed and acceleration arguments are clipped to the joint limits.
+  the others), in any mode except the singular case below; then the TCP limits again;
+* the change of the joint velocity vector per period, to ``joint_acceleration`` (default 8
+  rad/s², an assumption); ``move_j`` speed and acceleration are clipped to the joint limits.
 
-What triggers a protective stop (``protective_stop`` True, the arm decelerates at the joint
-acceleration limit, motion commands are ignored until ``unlock_protective_stop()``):
+What protective-stops (``protective_stop`` True, the arm decelerates at ``joint_acceleration``,
+motion commands are ignored until ``unlock_protective_stop()``):
 
-* a Cartesian command (``speed_l``, ``servo_l``, ``move_l``) that needs a joint faster than its
-  limit while the arm is near a singularity (smallest singular value below
-  ``singular_threshold``, where DLS damping is active): the hard joint speed limit is the limit
-  itself there, as the UR controller stops rather than slows near singularities;
-* a joint position that would leave the joint range in the next period (that joint is held at
-  its range limit while the others stop);
-* ``move_j`` to a configuration outside the joint range, or ``move_l`` to a pose the numerical
-  IK cannot reach from the current configuration or reaches only outside the joint range
-  (detected at the call; the arm does not start);
+* a Cartesian command whose exact (undamped) joint velocity exceeds a joint speed limit while the
+  arm is near a singularity (smallest singular value of the Jacobian below
+  ``singular_threshold``, default 0.05): the UR controller stops rather than bend the path there;
+  slower commands in that zone, or along directions still available, run on the damped solution;
+* a joint that would leave its range in the next period (held at the range limit meanwhile);
+* ``move_j`` outside the joint range, or ``move_l`` to a pose the numerical IK cannot reach from
+  the current configuration or reaches only outside the range (at the call; nothing moves);
 * ``trigger_protective_stop(reason)`` (fault injection, safety monitor).
 
 Wrench. ``set_external_wrench`` takes a constant (6,) wrench or a callable
-``(t, tcp2base, tcp_twist) -> (6,)`` (the contact model), in the TCP frame. The sensor reads it
-plus ``ft_offset`` plus seeded Gaussian noise (``ft_noise_std``) minus the bias stored by
-``zero_ft`` (the noise-free reading at that instant, as if averaged).
+``(t, tcp2base, tcp_twist) -> (6,)`` (the contact model), TCP frame. The sensor reads it plus
+``ft_offset`` plus seeded Gaussian noise (``ft_noise_std``) minus the bias stored by ``zero_ft``
+(the noise-free reading at that instant, as if averaged).
 """
 
 from __future__ import annotations
@@ -59,7 +53,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from orbitree.drivers.interfaces import RobotState
@@ -92,40 +86,6 @@ class SimRobotLimits:
             raise ValueError(f"joint_speed must be > 0, got {self.joint_speed}")
         if any(lo >= hi for lo, hi in zip(self.joint_lower, self.joint_upper, strict=True)):
             raise ValueError("joint_lower must be below joint_upper for every joint")
-
-
-@dataclass(frozen=True)
-class _Trapezoid:
-    """Trapezoidal (or triangular) speed profile over ``distance`` >= 0."""
-
-    distance: float
-    speed: float
-    acceleration: float
-    peak: float = field(init=False)
-    ramp: float = field(init=False)
-    duration: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        peak = min(self.speed, math.sqrt(max(self.distance, 0.0) * self.acceleration))
-        ramp = peak / self.acceleration
-        cruise = (self.distance - peak * ramp) / peak if peak > 0.0 else 0.0
-        object.__setattr__(self, "peak", peak)
-        object.__setattr__(self, "ramp", ramp)
-        object.__setattr__(self, "duration", 2.0 * ramp + cruise)
-
-    def fraction(self, t: float) -> tuple[float, float]:
-        """Path fraction s in [0, 1] and its rate ds/dt at time ``t`` since the start."""
-        if self.distance <= 0.0 or t >= self.duration:
-            return 1.0, 0.0
-        a = self.acceleration
-        if t < self.ramp:
-            x, v = 0.5 * a * t * t, a * t
-        elif t < self.duration - self.ramp:
-            x, v = 0.5 * self.peak * self.ramp + self.peak * (t - self.ramp), self.peak
-        else:
-            left = self.duration - t
-            x, v = self.distance - 0.5 * a * left * left, a * left
-        return x / self.distance, v / self.distance
 
 
 class _Mode(enum.Enum):
@@ -176,7 +136,11 @@ class SimRobot:
         self._lower = np.array(self._limits.joint_lower, dtype=float)
         self._upper = np.array(self._limits.joint_upper, dtype=float)
         self._speed_limit = np.array(self._limits.joint_speed, dtype=float)
-        for label, array in (("joint_speed", self._speed_limit), ("joint_lower", self._lower)):
+        for label, array in (
+            ("joint_speed", self._speed_limit),
+            ("joint_lower", self._lower),
+            ("joint_upper", self._upper),
+        ):
             if array.shape != (n,):
                 raise ValueError(f"limits.{label} must have {n} entries, got {array.shape}")
         for label, value in (
@@ -212,7 +176,7 @@ class SimRobot:
         self._move_delta = np.zeros(6)
         self._q_start = np.zeros(n)
         self._q_goal = np.zeros(n)
-        self._profile = _Trapezoid(0.0, 1.0, 1.0)
+        self._profile = kin.TrapezoidProfile(0.0, 1.0, 1.0)
         self.set_joint_positions(UR10E_HOME_Q if q0 is None else q0)
 
     # ------------------------------------------------------------------ Robot protocol
@@ -273,10 +237,10 @@ class SimRobot:
             return
         start = kin.forward_kinematics(self._table, self._q, self._tool)
         delta = kin.pose_error(start, goal)
-        linear = _Trapezoid(
+        linear = kin.TrapezoidProfile(
             float(np.linalg.norm(delta[:3])), min(speed, self._limits.tcp_speed), accel
         )
-        angular = _Trapezoid(
+        angular = kin.TrapezoidProfile(
             float(np.linalg.norm(delta[3:])), min(speed, self._limits.tcp_angular_speed), accel
         )
         self._profile = max(linear, angular, key=lambda p: p.duration)
@@ -294,7 +258,7 @@ class SimRobot:
         accel = min(accel, self._limits.joint_acceleration)
         travel = np.abs(q_goal - self._q)
         profiles = [
-            _Trapezoid(float(d), min(speed, float(v)), accel)
+            kin.TrapezoidProfile(float(d), min(speed, float(v)), accel)
             for d, v in zip(travel, self._speed_limit, strict=True)
         ]
         self._profile = max(profiles, key=lambda p: p.duration)
@@ -416,6 +380,9 @@ class SimRobot:
         return factor
 
     def _advance(self, h: float) -> None:
+        if self._mode is _Mode.IDLE and not np.any(self._qd):
+            self._t += h  # at rest: nothing to integrate
+            return
         tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
         qd_des = np.zeros_like(self._q)
         if not self.protective_stop:
@@ -441,12 +408,22 @@ class SimRobot:
         if self._mode is _Mode.SERVO:
             return self._servo_velocity(h, tcp2base, jacobian)
         if self._mode is _Mode.MOVE_L:
-            return self._move_l_velocity(tcp2base, jacobian)
+            return self._move_l_velocity(h, tcp2base, jacobian)
         if self._mode is _Mode.MOVE_J:
-            return self._move_j_velocity()
+            return self._move_j_velocity(h)
         return np.zeros_like(self._q)
 
     def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
+        """Joint velocity for a TCP twist; protective stop (and zero) if the exact solution needs
+        a joint faster than its limit while the arm is near a singularity."""
+        if np.linalg.svd(jacobian, compute_uv=False)[-1] < self._singular_threshold:
+            exact = kin.dls_joint_velocity(jacobian, twist)
+            ratio = float(np.max(np.abs(exact) / self._speed_limit))
+            if ratio > 1.0:
+                self.trigger_protective_stop(
+                    f"near a singularity a joint would need {ratio:.1f} x its speed limit"
+                )
+                return np.zeros_like(self._q)
         return kin.dls_joint_velocity(
             jacobian, twist, self._damping, singular_threshold=self._singular_threshold
         )
@@ -470,15 +447,16 @@ class SimRobot:
     def _servo_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
         error = kin.pose_error(tcp2base, self._target)
         remaining = max(self._cmd_time + self._command_time() - self._t, h)
-        displacement = self._dls(jacobian, error)
-        qd = displacement * self._tcp_scale(error / remaining) / remaining
+        scale = self._tcp_scale(error / remaining)
+        qd = self._dls(jacobian, error * (scale / remaining))
         # Cap the speed so that every joint can still brake before the target.
+        displacement = qd * (remaining / scale)
         brake = np.sqrt(2.0 * self._limits.joint_acceleration * np.abs(displacement))
         return kin.uniform_scale(qd, np.maximum(brake, 1e-12))[0]
 
-    def _move_l_velocity(self, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
+    def _move_l_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
         elapsed = self._t - self._cmd_time
-        s, rate = self._profile.fraction(elapsed)
+        s, rate = self._path_rate(elapsed, h)
         reference = np.eye(4)
         turn = Rotation.from_rotvec(s * self._move_delta[3:]).as_matrix()
         reference[:3, :3] = turn @ self._move_start[:3, :3]
@@ -494,27 +472,23 @@ class SimRobot:
         twist = rate * self._move_delta + _TRACKING_GAIN * error
         return self._dls(jacobian, twist * self._tcp_scale(twist))
 
-    def _move_j_velocity(self) -> np.ndarray:
+    def _move_j_velocity(self, h: float) -> np.ndarray:
         elapsed = self._t - self._cmd_time
-        s, rate = self._profile.fraction(elapsed)
         travel = self._q_goal - self._q_start
         if elapsed >= self._profile.duration and np.max(np.abs(self._q_goal - self._q)) < 1e-6:
             self._mode, self._move_active = _Mode.IDLE, False
             return np.zeros_like(self._q)
-        reference = self._q_start + s * travel
-        return rate * travel + _TRACKING_GAIN * (reference - self._q)
+        s, rate = self._path_rate(elapsed, h)
+        return rate * travel + _TRACKING_GAIN * (self._q_start + s * travel - self._q)
+
+    def _path_rate(self, elapsed: float, h: float) -> tuple[float, float]:
+        """Path fraction now and its mean rate over the next period (exact feed-forward)."""
+        s_now = self._profile.fraction(elapsed)
+        s_next = self._profile.fraction(elapsed + h)
+        return s_now, (s_next - s_now) / h
 
     def _limit_speed(self, qd: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        """Clip ``qd`` uniformly to the joint and TCP limits; protective stop near a singularity."""
-        ratio = float(np.max(np.abs(qd) / self._speed_limit))
-        if ratio > 1.0 and self._mode is not _Mode.MOVE_J:
-            sigma_min = float(np.linalg.svd(jacobian, compute_uv=False)[-1])
-            if sigma_min < self._singular_threshold:
-                self.trigger_protective_stop(
-                    f"joint speed {ratio:.2f} x its limit needed near a singularity "
-                    f"(smallest singular value {sigma_min:.3f})"
-                )
-                return np.zeros_like(qd)
+        """Scale ``qd`` by one factor into the joint speed limits, then the TCP speed limits."""
         qd, _ = kin.uniform_scale(qd, self._speed_limit)
         return qd * self._tcp_scale(jacobian @ qd)
 

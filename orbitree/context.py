@@ -26,6 +26,8 @@ class Context:
     drivers: dict[str, Any] = field(default_factory=dict)
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     summary: dict[str, Any] = field(default_factory=dict)  # fields leaves add to the run summary
+    targets: dict[str, Any] = field(default_factory=dict)  # the mission's target specs
+    world: Any = None  # the simulated world (ground truth: reports and tests only), or None
 
     def touched(self, key: str) -> None:
         """Note that ``key`` was written now."""

@@ -30,6 +30,7 @@ from py_trees.common import Status
 from orbitree.build import BuiltTree, build_tree
 from orbitree.clock import SimClock, WallClock
 from orbitree.context import Context
+from orbitree.devices import build_devices, is_simulated
 from orbitree.mission import Mission
 from orbitree.recorder import FORMAT, Recorder
 from orbitree.timing import TimingVisitor
@@ -98,7 +99,7 @@ class Executive:
     realtime: bool = False
     log_path: str | None = None
     views: Sequence[View] = ()
-    drivers: Sequence[DriverAdapter] = ()
+    drivers: Sequence[DriverAdapter] | None = None  # default: built from the mission's robots
     safety: Sequence[SafetyHook] = ()
     ctx: Context = field(init=False)
     tree: BuiltTree = field(init=False)
@@ -109,6 +110,11 @@ class Executive:
         self.seed = seed
         period = 1.0 / model.rate_hz
         self.ctx = Context(period=period, seed=seed, rng=np.random.default_rng(seed))
+        self.ctx.targets = dict(model.targets)
+        if self.drivers is None:
+            self.drivers, self.ctx.world = build_devices(model.robots, model.targets, self.ctx, seed)
+            if not is_simulated(model.robots):
+                self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
         py_trees.blackboard.Blackboard.clear()
         self.tree = build_tree(self.mission.root, self.ctx)
@@ -359,5 +365,9 @@ class Executive:
             "faults": [],
             "safety_violations": violations,
         }
+        for driver in self.drivers:
+            for key, value in getattr(driver, "summary", dict)().items():
+                current = summary.get(key)
+                summary[key] = value if current is None else max(current, value)
         summary.update(self.ctx.summary)
         return summary

@@ -19,6 +19,7 @@ from orbitree.errors import Diagnostic, MissionError
 from orbitree.quantities import BlackboardKey, Duration, Frequency, SIValue
 from orbitree.registry import Registry, default_registry
 from orbitree.spec import NodeSpec, Parser, Scope, pydantic_diagnostics
+from orbitree.world_spec import RobotSpec, TargetSpec
 from orbitree.yamlsrc import Source, load_file
 
 
@@ -49,6 +50,8 @@ class MissionModel(BaseModel):
     blackboard: dict[BlackboardKey, SIValue] = Field(
         {}, description="initial blackboard values (quantities with units are stored in SI)"
     )
+    robots: dict[str, RobotSpec] = Field({}, description="arms, each with its camera and F/T sensor")
+    targets: dict[str, TargetSpec] = Field({}, description="targets, each carrying a marker board")
     record: RecordSpec = RecordSpec()
     view: ViewSpec = ViewSpec()
     tree: TreeRef
@@ -149,8 +152,29 @@ def load_mission(
     if errors or root is None or model is None:
         raise MissionError(errors)
     mission = Mission(model, root, file, source)
+    check_references(mission)
     mission.writers = check_writers(mission)
     return mission
+
+
+def check_references(mission: Mission) -> None:
+    """Robots and targets named by leaves must be declared in 'robots:' / 'targets:'."""
+    declared = {"robot": mission.model.robots, "target": mission.model.targets}
+    errors = []
+    for spec in mission.root.walk():
+        for field_name, names in declared.items():
+            wanted = getattr(spec.params, field_name, None)
+            if isinstance(wanted, str) and wanted not in names:
+                known = ", ".join(names) or "none"
+                errors.append(
+                    spec.source.at(
+                        (*spec.path, spec.kind, field_name),
+                        f"{spec.node_path}: {field_name} {wanted!r} is not declared in "
+                        f"'{field_name}s:' (declared: {known})",
+                    )
+                )
+    if errors:
+        raise MissionError(errors)
 
 
 def check_writers(mission: Mission) -> dict[str, list[str]]:
@@ -158,6 +182,9 @@ def check_writers(mission: Mission) -> dict[str, list[str]]:
     writers: dict[str, list[str]] = {
         key: ["initial blackboard"] for key in mission.model.blackboard
     }
+    for name, robot in mission.model.robots.items():
+        for key in robot.keys(name):
+            writers.setdefault(key, []).append(f"robot {name}")
     readers: list[tuple[NodeSpec, str]] = []
     for spec in mission.root.walk():
         for key in _node_writes(spec):

@@ -31,9 +31,18 @@ import numpy as np
 FORMAT = "orbitree-log/1"
 
 
+MAX_LOGGED_ARRAY = 64  # larger arrays (images) are logged as their shape, not their values
+
+
 def to_jsonable(value: Any) -> Any:
-    """``json.dumps`` fallback for numpy, enums, dataclasses and sets."""
+    """``json.dumps`` fallback for numpy, enums, dataclasses and sets.
+
+    Images and other large arrays are summarised (shape and dtype); a driver's ``Frame`` is
+    logged as its stamp and shape.
+    """
     if isinstance(value, np.ndarray):
+        if value.size > MAX_LOGGED_ARRAY:
+            return {"array": list(value.shape), "dtype": str(value.dtype)}
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()

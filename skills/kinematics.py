@@ -20,6 +20,9 @@ Conventions (pure functions, numpy in and out, SI units):
   ``x = a2 + a3 = -1.18425``, ``y = -(d4 + d6) = -0.2907``, ``z = d1 - d5 = 0.06085`` (m). Poses
   are in the frame the UR controller reports (``getActualTCPPose``); ROS's ``base_link`` is that
   frame turned by pi about z.
+* Resolved rate: :func:`dls_joint_velocity` (damped least squares, optionally with a singularity
+  schedule) and :func:`resolved_rate_step`; :func:`inverse_kinematics` is local and numerical;
+  :class:`TrapezoidProfile` time-scales a path from rest to rest.
 """
 
 from __future__ import annotations
@@ -273,7 +276,7 @@ def pose_error(current2base: np.ndarray, target2base: np.ndarray) -> np.ndarray:
     return np.concatenate([target[:3, 3] - current[:3, 3], rotation.as_rotvec()])
 
 
-# ---------------------------------------------------------------------------- resolved rate
+# ------------------------------------------------------------ resolved rate, IK, timing
 
 
 def scheduled_damping(sigma_min: float, damping: float, threshold: float) -> float:
@@ -358,6 +361,49 @@ def resolved_rate_step(
     return joints + qd * step, qd
 
 
+@dataclass(frozen=True)
+class TrapezoidProfile:
+    """Time scaling of a path of length ``distance`` >= 0 (m or rad) from rest to rest.
+
+    Constant ``acceleration`` up to ``speed``, cruise, constant deceleration; triangular when
+    the path is too short to reach ``speed``. ``duration`` is the total time (s).
+    """
+
+    distance: float
+    speed: float
+    acceleration: float
+    peak: float = field(init=False)
+    ramp: float = field(init=False)
+    duration: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not (self.distance >= 0.0 and self.speed > 0.0 and self.acceleration > 0.0):
+            raise ValueError(
+                f"need distance >= 0, speed > 0, acceleration > 0; got {self.distance}, "
+                f"{self.speed}, {self.acceleration}"
+            )
+        peak = min(self.speed, math.sqrt(self.distance * self.acceleration))
+        ramp = peak / self.acceleration
+        cruise = (self.distance - peak * ramp) / peak if peak > 0.0 else 0.0
+        object.__setattr__(self, "peak", peak)
+        object.__setattr__(self, "ramp", ramp)
+        object.__setattr__(self, "duration", 2.0 * ramp + cruise)
+
+    def fraction(self, t: float) -> float:
+        """Fraction of ``distance`` covered ``t`` seconds after the start, in [0, 1]."""
+        if t <= 0.0:
+            return 0.0
+        if self.distance == 0.0 or t >= self.duration:
+            return 1.0
+        a = self.acceleration
+        if t < self.ramp:
+            return 0.5 * a * t * t / self.distance
+        left = self.duration - t
+        if left < self.ramp:
+            return 1.0 - 0.5 * a * left * left / self.distance
+        return (0.5 * self.peak * self.ramp + self.peak * (t - self.ramp)) / self.distance
+
+
 def inverse_kinematics(
     table: DHTable,
     target2base: np.ndarray,
@@ -367,7 +413,7 @@ def inverse_kinematics(
     tolerance: float = 1e-9,
     max_iterations: int = 100,
 ) -> tuple[np.ndarray, bool]:
-    """Numerical IK by damped Newton steps from ``q_start`` (the solution nearest in its basin).
+    """Numerical IK by damped Gauss–Newton steps from ``q_start`` (a solution near it).
 
     Returns ``(q, converged)``: ``q`` (n,) rad and whether ``|pose_error|`` (position in m and
     rotation vector in rad, stacked) fell below ``tolerance``.
@@ -379,7 +425,9 @@ def inverse_kinematics(
         if np.linalg.norm(error) < tolerance:
             return joints, True
         jacobian = geometric_jacobian(table, joints, tool)
-        step = dls_joint_velocity(jacobian, error, 0.05, singular_threshold=0.05)
+        # Levenberg–Marquardt style: damping shrinks with the error, so the last steps are
+        # Gauss–Newton and converge fast even close to a singularity.
+        step = dls_joint_velocity(jacobian, error, min(0.05, float(np.linalg.norm(error))))
         # Keep each Newton step small enough for the linearisation to hold.
         joints = joints + uniform_scale(step, 0.5)[0]
     error = pose_error(forward_kinematics(table, joints, tool), target)

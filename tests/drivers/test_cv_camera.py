@@ -89,16 +89,29 @@ def _camera(calibration: Path, capture: FakeCapture, **kwargs: Any) -> CvCamera:
 # -- CvCamera ------------------------------------------------------------------------------
 
 
-def test_init_opens_nothing_and_intrinsics_wait_for_setup(calibration: Path) -> None:
+def test_init_opens_nothing_but_reads_the_calibration(calibration: Path) -> None:
     def refuse(*_: Any) -> Any:
         raise AssertionError("__init__ must not open the device")
 
     camera = CvCamera("wrist", "0", calibration, capture_factory=refuse)
     assert camera.source == 0  # "0" means device 0, not a file called 0
-    with pytest.raises(AttributeError, match="setup"):
-        _ = camera.intrinsics
+    assert camera.intrinsics.camera_matrix == pytest.approx(K)
     assert isinstance(camera, Camera)
     camera.shutdown()
+
+
+def test_a_bad_calibration_fails_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(CalibrationFileError, match=r"missing\.yaml: calibration file not found"):
+        CvCamera("wrist", 0, tmp_path / "missing.yaml")
+
+
+def test_intrinsics_can_be_given_directly() -> None:
+    intrinsics = CameraIntrinsics(K, DIST, 320, 240)
+    capture = FakeCapture([_image(0, 320, 240)])
+    camera = CvCamera("wrist", 0, intrinsics, threaded=False, capture_factory=lambda *a: capture)
+    camera.setup()
+    assert camera.intrinsics is intrinsics
+    assert (cv2.CAP_PROP_FRAME_WIDTH, 320.0) in capture.set_calls
 
 
 def test_setup_requests_the_calibrated_size_and_loads_intrinsics(calibration: Path) -> None:

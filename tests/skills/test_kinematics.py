@@ -1,12 +1,11 @@
-"""Tests of orbitree.skills.kinematics: closed forms, finite differences, seeded random round trips."""
+"""orbitree.skills.kinematics: closed forms, finite differences, seeded random round trips."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
-
 from orbitree.skills import kinematics as kin
+from scipy.spatial.transform import Rotation
 
 UR_D1, UR_A2, UR_A3, UR_D4, UR_D5, UR_D6 = 0.1807, -0.6127, -0.57155, 0.17415, 0.11985, 0.11655
 
@@ -32,7 +31,9 @@ def test_ur10e_table_holds_the_official_numbers() -> None:
     assert kin.UR10E.d == (UR_D1, 0.0, 0.0, UR_D4, UR_D5, UR_D6)
     assert kin.UR10E.a == (0.0, UR_A2, UR_A3, 0.0, 0.0, 0.0)
     np.testing.assert_allclose(kin.UR10E.alpha, np.array([1, 0, 0, 1, -1, 0]) * np.pi / 2)
-    np.testing.assert_allclose(np.rad2deg(kin.UR10E_MAX_JOINT_SPEED), [120, 120, 180, 180, 180, 180])
+    np.testing.assert_allclose(
+        np.rad2deg(kin.UR10E_MAX_JOINT_SPEED), [120, 120, 180, 180, 180, 180]
+    )
     assert not kin.UR10E_MAX_JOINT_SPEED.flags.writeable
 
 
@@ -55,7 +56,9 @@ def test_link_transform_is_the_documented_product_of_elementary_motions() -> Non
         rotation = Rotation.from_euler("z", theta) * Rotation.from_euler("x", alpha)
         expected[:3, :3] = (rotation * Rotation.from_euler("y", beta)).as_matrix()
         expected[:3, 3] = [a * np.cos(theta), a * np.sin(theta), d]
-        np.testing.assert_allclose(kin.link_transform(d, theta, a, alpha, beta), expected, atol=1e-14)
+        np.testing.assert_allclose(
+            kin.link_transform(d, theta, a, alpha, beta), expected, atol=1e-14
+        )
 
 
 def test_hm_with_zero_beta_equals_dh() -> None:
@@ -136,7 +139,10 @@ def test_jacobian_with_nonzero_hm_beta_matches_differences() -> None:
     for i in range(6):
         step = np.zeros(6)
         step[i] = h
-        plus, minus = kin.forward_kinematics(table, q + step), kin.forward_kinematics(table, q - step)
+        plus, minus = (
+            kin.forward_kinematics(table, q + step),
+            kin.forward_kinematics(table, q - step),
+        )
         np.testing.assert_allclose(jacobian[:3, i], (plus - minus)[:3, 3] / (2 * h), atol=1e-6)
 
 
@@ -238,3 +244,29 @@ def test_inverse_kinematics_reports_an_unreachable_pose() -> None:
     target[:3, 3] = [3.0, 0.0, 0.0]  # beyond the 1.3 m reach
     _, converged = kin.inverse_kinematics(kin.UR10E, target, np.deg2rad([0, -90, 90, -90, -90, 0]))
     assert not converged
+
+
+def test_trapezoid_profile_durations_follow_the_closed_forms() -> None:
+    # Trapezoid: 1 m at 0.5 m/s, 1 m/s^2: ramps of 0.5 s (0.125 m each) and 1.5 s cruise.
+    profile = kin.TrapezoidProfile(1.0, 0.5, 1.0)
+    assert profile.duration == pytest.approx(2.5)
+    assert profile.fraction(0.5) == pytest.approx(0.125)
+    assert profile.fraction(1.25) == pytest.approx(0.5)
+    assert profile.fraction(2.0) == pytest.approx(0.875)
+    # Triangle: 0.04 m cannot reach 0.5 m/s at 1 m/s^2; peak sqrt(d a) = 0.2 m/s, 0.4 s in all.
+    short = kin.TrapezoidProfile(0.04, 0.5, 1.0)
+    assert short.peak == pytest.approx(0.2)
+    assert short.duration == pytest.approx(0.4)
+    assert kin.TrapezoidProfile(0.0, 0.5, 1.0).duration == 0.0
+
+
+def test_trapezoid_profile_is_monotonic_continuous_and_within_its_speed() -> None:
+    profile = kin.TrapezoidProfile(0.7, 0.3, 1.2)
+    times = np.linspace(-0.1, profile.duration + 0.1, 4001)
+    fractions = np.array([profile.fraction(t) for t in times])
+    assert fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert np.all(np.diff(fractions) >= 0.0)
+    speeds = np.diff(fractions) * profile.distance / np.diff(times)
+    assert speeds.max() <= 0.3 + 1e-9
+    with pytest.raises(ValueError, match="speed > 0"):
+        kin.TrapezoidProfile(1.0, 0.0, 1.0)

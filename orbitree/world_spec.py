@@ -1,0 +1,99 @@
+"""The resources a mission names: robots (with their camera and F/T sensor) and targets.
+
+```yaml
+robots:
+  arm:
+    driver: sim                 # sim (default) or ur
+    host: 192.168.1.10          # ur only
+    q0: [0, -90, 90, -90, -90, 0]   # deg unless units are given (sim start)
+    tool: {xyz: [0, 0, 0.2]}    # TCP in the flange frame
+    camera:
+      driver: sim               # sim (rendered) or cv (cv2.VideoCapture)
+      mount: {xyz: [0, -0.08, -0.1]}   # camera in the TCP frame (hand-eye result)
+      fps: 30 Hz
+targets:
+  sirom: {board: sirom, pose: {xyz: [0.6, 0.2, 0.0], rpy: [0, 0, 30]}}
+```
+
+Each robot's readings reach the blackboard under ``/robot/<name>/``: ``q``, ``tcp_pose``
+(4x4 ``tcp2base``), ``tcp_twist``, ``wrench`` (TCP frame), ``protective_stop`` and, with a
+camera, ``image`` (the latest frame). A target's ``pose`` places it in the simulated world
+(robot base frame); the estimator never sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from orbitree.quantities import AngleDeg, Frequency, Pose, PoseField, Speed
+
+UR10E_HOME_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CameraSpec(Strict):
+    driver: Literal["sim", "cv"] = "sim"
+    mount: PoseField = Field(default_factory=Pose, description="camera pose in the TCP frame (cam2tcp)")
+    fps: Frequency = Field(30.0, gt=0.0, description="frame rate")
+    width: int = Field(1280, ge=64)
+    height: int = Field(720, ge=48)
+    focal_px: float = Field(900.0, gt=0.0, description="sim: focal length in pixels")
+    noise_dn: float = Field(1.5, ge=0.0, description="sim: read noise, grey levels")
+    blur_px: float = Field(0.7, ge=0.0, description="sim: Gaussian blur sigma, pixels")
+    device: str | int = Field(0, description="cv: device index or stream URL")
+    calibration: str | None = Field(None, description="cv: OpenCV calibration file")
+
+    @model_validator(mode="after")
+    def _cv_needs_calibration(self) -> CameraSpec:
+        if self.driver == "cv" and not self.calibration:
+            raise ValueError("a 'cv' camera needs 'calibration: file.yaml' (its intrinsics)")
+        return self
+
+
+class RobotSpec(Strict):
+    driver: Literal["sim", "ur"] = "sim"
+    model: Literal["ur10e"] = "ur10e"
+    host: str | None = Field(None, description="ur: controller address")
+    q0: tuple[AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg] = Field(
+        UR10E_HOME_DEG,
+        validate_default=True,
+        description="sim: initial joints (deg unless units are given)",
+    )
+    tool: PoseField = Field(default_factory=Pose, description="TCP pose in the flange frame")
+    camera: CameraSpec | None = None
+    ft: bool = Field(True, description="the arm has a wrist force/torque sensor")
+    tcp_speed_limit: Speed = Field(1.0, gt=0.0, description="sim: TCP speed limit")
+    ft_noise: float = Field(0.05, ge=0.0, description="sim: F/T noise (N, N·m, std)")
+
+    @field_validator("q0", mode="before")
+    @classmethod
+    def _six(cls, value: object) -> object:
+        if isinstance(value, list | tuple) and len(value) != 6:
+            raise ValueError(f"expected 6 joint angles, got {len(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _ur_needs_host(self) -> RobotSpec:
+        if self.driver == "ur" and not self.host:
+            raise ValueError("a 'ur' robot needs 'host: <controller address>'")
+        return self
+
+    def keys(self, name: str) -> list[str]:
+        """Blackboard keys the executive writes for this robot every tick."""
+        keys = [f"/robot/{name}/{k}" for k in ("q", "tcp_pose", "tcp_twist", "protective_stop")]
+        if self.ft:
+            keys.append(f"/robot/{name}/wrench")
+        if self.camera is not None:
+            keys.append(f"/robot/{name}/image")
+        return keys
+
+
+class TargetSpec(Strict):
+    board: Literal["sirom"] = Field("sirom", description="marker board carried by the target")
+    pose: PoseField = Field(description="sim: target (board) pose in the robot base frame")
+
