@@ -52,7 +52,8 @@ class SimWorld:
             table2world = np.eye(4)
             table2world[2, 3] = height
             rng = np.random.default_rng(self.seed)
-            camera.add_object(table_object(table2world, rng, size_m=3.0))
+            # the renderer paints objects in order, without a depth test: the table goes first
+            camera.objects.insert(0, table_object(table2world, rng, size_m=3.0))
 
     # ---------------------------------------------------------------------------------------
     def step(self, dt: float) -> None:

@@ -15,12 +15,21 @@ from importlib import metadata
 from orbitree.behaviours.condition import Condition
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
+from orbitree.behaviours.perceive import Perceive
 from orbitree.behaviours.set_value import SetValue
 from orbitree.behaviours.wait import Wait
 from orbitree.control import CONTROL_PARAMS
 from orbitree.leaf import Leaf
 
-BUILTIN_LEAVES: tuple[type[Leaf], ...] = (Wait, SetValue, LogMessage, Succeed, Fail, Condition)
+BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
+    Wait,
+    SetValue,
+    LogMessage,
+    Succeed,
+    Fail,
+    Condition,
+    Perceive,
+)
 
 
 @dataclass(frozen=True)

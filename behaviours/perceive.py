@@ -1,0 +1,106 @@
+"""``perceive``: estimate a target's pose from the arm's eye-in-hand camera.
+
+YAML::
+
+    - perceive: {robot: arm, target: sirom}                  # SUCCESS if seen, else FAILURE
+    - parallel:
+        policy: selected
+        selected: [approach]
+        children:
+          - perceive: {robot: arm, target: sirom, continuous: true}   # keeps estimating
+          - approach: {robot: arm, target: sirom}
+
+Each new camera frame is searched for the target's marker board (``orbitree.skills.board``:
+ArUco detection, corner refinement, planar PnP with the ambiguity resolved by reprojection
+error and the previous estimate). It writes ``/target/<target>/pose_cam`` (board in the camera
+frame), ``pose_base`` (board in the robot base frame, through the camera mount and the TCP pose
+of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
+``continuous: true`` makes it stay RUNNING (for use beside a motion in a parallel).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import py_trees
+from pydantic import Field
+
+from orbitree.leaf import Leaf, NodeParams
+from orbitree.messages import StampedPose
+from orbitree.skills.board import BoardEstimatorConfig, estimate_board_pose, make_detector
+from orbitree.skills.board_model import make_aruco_board, sirom_board_model
+
+BOARDS = {"sirom": sirom_board_model}
+
+
+class PerceiveParams(NodeParams):
+    robot: str = Field(description="arm carrying the camera")
+    target: str = Field(description="target to look for")
+    continuous: bool = Field(False, description="stay RUNNING and keep estimating")
+    max_reprojection_px: float = Field(2.0, gt=0.0, description="reject worse estimates")
+
+
+class Perceive(Leaf):
+    kind = "perceive"
+    Params = PerceiveParams
+    params: PerceiveParams
+
+    @classmethod
+    def reads(cls, params: PerceiveParams) -> list[str]:
+        return [f"/robot/{params.robot}/image", f"/robot/{params.robot}/tcp_pose"]
+
+    @classmethod
+    def writes(cls, params: PerceiveParams) -> list[str]:
+        t = f"/target/{params.target}/"
+        return [t + "pose_cam", t + "pose_base", t + "visible", t + "last_seen"]
+
+    def setup(self, **kwargs: object) -> None:
+        device = self.ctx.drivers[self.params.robot]
+        if device.camera is None or device.cam2tcp is None:
+            raise RuntimeError(f"robot {self.params.robot!r} has no camera")
+        intr = device.camera.intrinsics
+        self.camera_matrix, self.dist = intr.camera_matrix, intr.dist_coeffs
+        self.cam2tcp = device.cam2tcp
+        board_name = self.ctx.targets[self.params.target].board
+        self.board = make_aruco_board(BOARDS[board_name]())
+        self.config = BoardEstimatorConfig()
+        self.detector = make_detector(self.board, self.config)
+        prefix = f"/target/{self.params.target}/"
+        self.keys = {k: prefix + k for k in ("pose_cam", "pose_base", "visible", "last_seen")}
+        self.last_stamp = -math.inf
+        self.visible = False
+        self.write(self.keys["visible"], False)
+
+    def update(self) -> py_trees.common.Status:
+        frame = self.read(f"/robot/{self.params.robot}/image")
+        if frame is not None and frame.stamp > self.last_stamp:
+            self.last_stamp = frame.stamp
+            self._estimate(frame)
+        if self.params.continuous:
+            return py_trees.common.Status.RUNNING
+        return py_trees.common.Status.SUCCESS if self.visible else py_trees.common.Status.FAILURE
+
+    def _estimate(self, frame) -> None:
+        previous = self.read(self.keys["pose_cam"])
+        prior = previous.matrix if previous is not None and self.visible else None
+        found = estimate_board_pose(
+            frame.image, self.camera_matrix, self.dist, self.board,
+            config=self.config, prior_board2cam=prior, detector=self.detector,
+        )
+        if found is None or found.reprojection_error_px > self.params.max_reprojection_px:
+            self.visible = False
+            self.write(self.keys["visible"], False)
+            self.feedback_message = "target not seen" if found is None else "estimate rejected"
+            return
+        tcp2base = self.read(f"/robot/{self.params.robot}/tcp_pose")
+        cam2base = tcp2base @ self.cam2tcp
+        err, markers = found.reprojection_error_px, found.marker_ids
+        self.write(self.keys["pose_cam"], StampedPose(found.board2cam, "camera", frame.stamp, err, markers))
+        board2base = cam2base @ found.board2cam
+        self.write(self.keys["pose_base"], StampedPose(board2base, "base", frame.stamp, err, markers))
+        self.write(self.keys["visible"], True)
+        self.write(self.keys["last_seen"], frame.stamp)
+        self.visible = True
+        distance = float(np.linalg.norm(found.board2cam[:3, 3]))
+        self.feedback_message = f"seen at {distance:.3f} m, markers {list(markers)}, {err:.2f} px"

@@ -1,0 +1,66 @@
+"""perceive on the simulated world: rendered images -> board pose in camera and base frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from orbitree.executive import Executive
+from orbitree.mission import load_mission
+from orbitree.recorder import read_log
+from orbitree.skills.board import pose_error
+
+MISSION = """
+mission: perceive-test
+rate_hz: 50
+robots:
+  arm:
+    camera: {{mount: {{xyz: [0, 0, 0]}}, fps: 10 Hz}}
+targets:
+  sirom: {{pose: {{xyz: [{x}, {y}, {z}], rpy: [{roll}, {pitch}, {yaw}]}}}}
+tree:
+  sequence:
+    - wait: 0.25 s
+    - perceive: {{name: look, robot: arm, target: sirom}}
+"""
+
+HOME_TCP = np.array([-0.6914, -0.1742, 0.6768])  # UR10e at q0 = (0, -90, 90, -90, -90, 0) deg
+
+
+def run(tmp_path, **pose):
+    values = {"x": HOME_TCP[0], "y": HOME_TCP[1], "z": HOME_TCP[2] - 0.3, "roll": 0, "pitch": 0, "yaw": 0}
+    values.update(pose)
+    path = tmp_path / "m.yaml"
+    path.write_text(MISSION.format(**values))
+    executive = Executive(load_mission(path), log_path=str(tmp_path / "run.jsonl"))
+    result = executive.run()
+    return result, executive
+
+
+@pytest.mark.parametrize(
+    "pose",
+    [{}, {"yaw": 40, "roll": 20}, {"x": HOME_TCP[0] + 0.05, "pitch": -25, "z": HOME_TCP[2] - 0.45}],
+    ids=["straight-below", "tilted", "off-axis-far"],
+)
+def test_perceive_estimates_the_target_pose_in_the_base_frame(tmp_path, pose):
+    result, executive = run(tmp_path, **pose)
+    assert result.status == "SUCCESS", result.reason
+    bb = executive.tree.behaviours[2].bb
+    estimate = bb.get("/target/sirom/pose_base")
+    truth = executive.ctx.world.target_pose("sirom")
+    translation_m, rotation_rad = pose_error(estimate.matrix, truth)
+    rotation_deg = np.degrees(rotation_rad)
+    print(f"\n{pose}: error {translation_m * 1e3:.3f} mm, {rotation_deg:.3f} deg, markers {estimate.markers}")
+    assert translation_m < 2e-3 and rotation_deg < 1.0
+    assert estimate.markers == (0, 1, 2)
+    assert bb.get("/target/sirom/visible") is True
+    assert bb.get("/target/sirom/last_seen") == pytest.approx(0.2)  # the 10 Hz frame before 0.25 s
+
+
+def test_perceive_fails_when_the_target_is_out_of_view(tmp_path):
+    result, executive = run(tmp_path, x=HOME_TCP[0] + 1.0)
+    assert result.status == "FAILURE"
+    assert executive.tree.behaviours[2].feedback_message == "target not seen"
+    log = read_log(tmp_path / "run.jsonl")
+    written = {k: v for t in log.ticks for k, v in t.get("bb", {}).items()}
+    assert written["/target/sirom/visible"] is False and "/target/sirom/pose_base" not in written
