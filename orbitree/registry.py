@@ -16,6 +16,8 @@ from orbitree.behaviours.condition import Condition
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
 from orbitree.behaviours.perceive import Perceive
+from orbitree.behaviours.relocate import Relocate
+from orbitree.behaviours.search import Search
 from orbitree.behaviours.set_value import SetValue
 from orbitree.behaviours.wait import Wait
 from orbitree.control import CONTROL_PARAMS
@@ -29,6 +31,8 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     Fail,
     Condition,
     Perceive,
+    Search,
+    Relocate,
 )
 
 
