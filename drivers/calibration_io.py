@@ -41,6 +41,7 @@ from typing import Any
 import cv2
 import numpy as np
 import yaml
+
 from orbitree.drivers.interfaces import CameraIntrinsics
 
 __all__ = ["CalibrationFileError", "load_intrinsics", "save_intrinsics"]

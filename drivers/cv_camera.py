@@ -36,6 +36,7 @@ from typing import Protocol
 
 import cv2
 import numpy as np
+
 from orbitree.drivers.calibration_io import load_intrinsics
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
 

@@ -11,10 +11,12 @@ Anti-aliasing: inside the patch's bounding box the rays are supersampled ``k x k
 (bilinear interpolation of the ray table, exact to well below 1e-3 px for smooth distortion),
 the texture is sampled bilinearly and the samples are box-averaged (``INTER_AREA``), i.e. each
 pixel integrates the scene over its area. Marker textures come as a pyramid of exact power-of-two
-resolutions (1 texel = half a border width at level 0) and the level is chosen so that one texel
-spans 1/k to 2/k output pixels: the bilinear ramp of a black/white edge is then wider than the
-sample spacing, so a rendered edge moves continuously with the pose (no 1/k quantisation bias)
-and stays sharp (ramp under half a pixel).
+resolutions (2 texels per marker cell at level 0, cell edges on texel edges) and the level is
+chosen so that one texel spans 2/k to 4/k output pixels: the bilinear ramp of a black/white edge
+then covers at least two samples, so a rendered edge moves continuously with the pose (no 1/k
+quantisation bias), and stays sharp (a ramp of at most one pixel, like a 0.3 px blur). Checked
+in the tests: a rendered square's summed intensity equals its projected area and its intensity
+centroid sits within 0.03 px of the projected centroid, through the distorted lens.
 
 Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``.
 
@@ -42,8 +44,9 @@ def _half_texel_shift() -> np.ndarray:
 class Patch:
     """A planar textured patch fixed to a body.
 
-    levels : texture pyramid, each (h, w, 2) float32 premultiplied ``(albedo*alpha, alpha)``;
-        level ``l`` has ``2**l`` times the resolution of level 0 (or a single level).
+    levels : texture pyramid, each (h, w, 2) float32 premultiplied ``(albedo*alpha, alpha)``, or
+        (h, w) float32 albedo for an opaque patch (faster, hard edge); level ``l`` has ``2**l``
+        times the resolution of level 0 (or a single level).
     tex2plane : (3, 3) homography from level-0 continuous texture coordinates to plane
         coordinates (s, t), metres.
     plane2body : (3, 3) columns ``[e1, e2, origin]``: the body point of plane coordinates (s, t)
@@ -170,6 +173,7 @@ class RayTable:
     rays: np.ndarray = field(init=False, repr=False)
     rays_min: np.ndarray = field(init=False, repr=False)
     rays_max: np.ndarray = field(init=False, repr=False)
+    focal_px: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         ys, xs = np.mgrid[0 : self.height, 0 : self.width].astype(np.float64)
@@ -179,17 +183,40 @@ class RayTable:
         self.rays = und.reshape(self.height, self.width, 2).astype(np.float32)
         self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
         self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
+        self.focal_px = float(max(self.camera_matrix[0, 0], self.camera_matrix[1, 1]))
 
 
-def _choose_level(patch: Patch, corners_px: np.ndarray, k: int) -> tuple[int, float]:
-    """Pyramid level whose texel spans 2/k to 4/k output pixels, and that texel size (px)."""
-    h0 = patch.levels[0].shape[0]
-    side_px = float(np.mean(np.linalg.norm(np.roll(corners_px, -1, axis=0) - corners_px, axis=1)))
-    px_per_texel0 = side_px / h0
+def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) -> int:
+    """Pyramid level whose texel spans at most 4/k output pixels (2/k to 4/k when available),
+    judged at the patch's nearest outline corner without foreshortening (the finest need)."""
+    outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
+    depth = max(float(outline_cam[:, 2].min()), NEAR_Z_M)
+    px_per_texel0 = focal_px * _texel_m(patch) / depth
     level = 0
     while level + 1 < len(patch.levels) and px_per_texel0 / 2**level > 4.0 / k:
         level += 1
-    return level, px_per_texel0 / 2**level
+    return level
+
+
+def _texel_m(patch: Patch) -> float:
+    """Size of a level-0 texel on the patch, metres (along the texture's v axis)."""
+    side_m = float(np.linalg.norm(patch.outline_plane[3] - patch.outline_plane[0]))
+    return side_m / patch.levels[0].shape[0]
+
+
+def _outline_samples(outline_cam: np.ndarray, per_edge: int = 4) -> np.ndarray:
+    """Points along the four edges (edges bulge under distortion, corners alone do not bound)."""
+    s = np.arange(per_edge)[:, None] / per_edge
+    nxt = np.roll(outline_cam, -1, axis=0)
+    return np.concatenate([a + s * (b - a) for a, b in zip(outline_cam, nxt, strict=True)])
+
+
+def _within_view(points_cam: np.ndarray, table: RayTable) -> bool:
+    """All points inside the camera's ray box grown by 10 % (where the distortion model holds,
+    so projecting them and taking a bounding box is safe)."""
+    rays = points_cam[:, :2] / points_cam[:, 2:3]
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    return bool(np.all((rays >= table.rays_min - grow) & (rays <= table.rays_max + grow)))
 
 
 def render_patch(
@@ -199,7 +226,10 @@ def render_patch(
     table: RayTable,
     project: Callable[[np.ndarray], np.ndarray],
 ) -> None:
-    """Composite one patch over ``canvas`` (H, W) float32 albedo, in place."""
+    """Composite one patch over ``canvas`` (H, W) float32 albedo, in place.
+
+    ``project`` maps (N, 3) camera-frame points to (N, 2) distorted pixels.
+    """
     plane2cam = body2cam[:3, :3] @ patch.plane2body
     plane2cam[:, 2] += body2cam[:3, 3]
     outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
@@ -208,18 +238,17 @@ def render_patch(
         return
     height, width = canvas.shape
     k = patch.supersample
-    level = 0
-    if in_front.all():
-        corners_px = project(outline_cam)
-        level, texel_px = _choose_level(patch, corners_px, k)
+    level = _choose_level(patch, plane2cam, table.focal_px, k)
+    x0, y0, x1, y1 = 0, 0, width, height
+    if in_front.all() and _within_view(outline_cam, table):
+        outline_px = project(_outline_samples(outline_cam))
+        texel_px = table.focal_px * _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
         pad = ROI_PAD_PX + int(np.ceil(texel_px))  # the bilinear ramp reaches half a texel out
-        x0, y0 = np.floor(corners_px.min(axis=0)).astype(int) - pad
-        x1, y1 = np.ceil(corners_px.max(axis=0)).astype(int) + pad + 1
+        x0, y0 = np.floor(outline_px.min(axis=0)).astype(int) - pad
+        x1, y1 = np.ceil(outline_px.max(axis=0)).astype(int) + pad + 1
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
         if x0 >= x1 or y0 >= y1:
             return
-    else:
-        x0, y0, x1, y1 = 0, 0, width, height
     texture = patch.levels[level]
     scale = np.diag([2.0**level, 2.0**level, 1.0])
     ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
@@ -227,19 +256,24 @@ def render_patch(
     h, w = rays.shape[:2]
     if k > 1:
         rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
-    if in_front.all() or _rays_all_in_front(table, plane2cam):
+    if in_front.all() or _rays_all_in_front(table, plane2cam):  # no horizon in view
         coords = cv2.perspectiveTransform(rays, ray2tex)
     else:
         coords = _rays_to_texture_clipped(rays, ray2tex, plane2cam)
+    opaque = texture.ndim == 2
+    border = float("nan") if opaque else 0.0
     sample = cv2.remap(
-        texture, coords[..., 0], coords[..., 1], cv2.INTER_LINEAR,
-        borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0, 0.0, 0.0, 0.0),
+        texture, coords, None, cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT, borderValue=(border, border, 0.0, 0.0),
     )
     if k > 1:
         sample = cv2.resize(sample, (w, h), interpolation=cv2.INTER_AREA)
     roi = canvas[y0:y1, x0:x1]
-    roi *= 1.0 - sample[..., 1]
-    roi += sample[..., 0]
+    if opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
+        np.copyto(roi, sample, where=~np.isnan(sample))
+    else:
+        roi *= 1.0 - sample[..., 1]
+        roi += sample[..., 0]
 
 
 def _rays_all_in_front(table: RayTable, plane2cam: np.ndarray) -> bool:
@@ -253,12 +287,10 @@ def _rays_all_in_front(table: RayTable, plane2cam: np.ndarray) -> bool:
 def _rays_to_texture_clipped(
     rays: np.ndarray, ray2tex: np.ndarray, plane2cam: np.ndarray
 ) -> np.ndarray:
-    """Texture coordinates of rays for a patch that crosses the camera plane; rays meeting the
-    patch's plane behind the camera get coordinates far outside the texture."""
-    homog = cv2.transform(rays, ray2tex)  # (u, v, w) per ray
-    behind = ~(cv2.transform(rays, np.linalg.inv(plane2cam)[2:3]).reshape(rays.shape[:2]) > 0)
-    w = homog[..., 2]
-    w[behind | (np.abs(w) < 1e-12)] = 1e-12
-    uv = homog[..., :2] / w[..., None]
+    """Texture coordinates of rays for a patch whose plane's horizon is in view; rays meeting
+    the plane behind the camera get coordinates far outside the texture."""
+    a, b, c = np.linalg.inv(plane2cam)[2]  # inverse depth along the ray (x, y, 1)
+    behind = (a * rays[..., 0] + b * rays[..., 1] + c) <= 0
+    uv = cv2.perspectiveTransform(rays, ray2tex)
     uv[behind] = -1e6
     return uv

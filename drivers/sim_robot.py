@@ -56,9 +56,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.transform import Rotation
+
 from orbitree.drivers.interfaces import RobotState
 from orbitree.skills import kinematics as kin
-from scipy.spatial.transform import Rotation
 
 WrenchSource = Callable[[float, np.ndarray, np.ndarray], np.ndarray]
 """``(t, tcp2base, tcp_twist) -> wrench (6,)`` in the TCP frame, N and N·m."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from orbitree.drivers.sim_camera import SimCamera, board_object, table_object
+from orbitree.drivers.sim_latch import SimLatch
 from orbitree.drivers.sim_robot import SimRobot
 from orbitree.skills.board_model import BoardModel
 
@@ -27,10 +28,13 @@ class SimWorld:
     cameras: dict[str, SimCamera] = field(default_factory=dict)  # by robot name
     targets: dict[str, np.ndarray] = field(default_factory=dict)  # board2world
     boards: dict[str, BoardModel] = field(default_factory=dict)
+    latches: dict[str, SimLatch] = field(default_factory=dict)  # by robot name
     table_height: float | None = None
 
-    def add_robot(self, robot: SimRobot, camera: SimCamera | None = None) -> None:
+    def add_robot(self, robot: SimRobot, camera: SimCamera | None = None, latch: SimLatch | None = None) -> None:
         self.robots[robot.name] = robot
+        if latch is not None:
+            self.latches[robot.name] = latch
         if camera is not None:
             camera.set_cam2world(robot.cam2base)
             camera.step(self.time)
@@ -60,6 +64,8 @@ class SimWorld:
         """Advance every body by ``dt`` seconds of mission time."""
         for robot in self.robots.values():
             robot.step(dt)
+        for latch in self.latches.values():
+            latch.step(dt)
         self.time += dt
         for camera in self.cameras.values():
             camera.step(self.time)

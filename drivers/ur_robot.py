@@ -63,8 +63,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
-from orbitree.drivers.interfaces import RobotState
 from scipy.spatial.transform import Rotation
+
+from orbitree.drivers.interfaces import RobotState
 
 __all__ = [
     "URCommandError",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from orbitree.context import Context
-from orbitree.drivers.interfaces import Camera, Robot
+from orbitree.drivers.interfaces import Camera, Latch, Robot
 from orbitree.world_spec import RobotSpec, TargetSpec
 
 _COMMANDS = ("speed_l", "servo_l", "move_l", "move_j", "stop", "zero_ft")
@@ -51,6 +51,7 @@ class RobotDevice:
     driver: Robot
     camera: Camera | None
     ctx: Context
+    latch: Latch | None = None
     robot: RecordingRobot = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +68,8 @@ class RobotDevice:
         self.driver.setup()
         if self.camera is not None:
             self.camera.setup()
+        if self.latch is not None:
+            self.latch.setup()
 
     def read(self, now: float) -> dict[str, Any]:
         state = self.driver.read()
@@ -85,6 +88,8 @@ class RobotDevice:
             frame = self.camera.read()
             if frame is not None:
                 out[p + "image"] = frame
+        if self.latch is not None:
+            out[p + "latch"] = self.latch.state().name
         return out
 
     def after_tick(self, period: float) -> None:
@@ -104,8 +109,9 @@ class RobotDevice:
         try:
             self.driver.shutdown()
         finally:
-            if self.camera is not None:
-                self.camera.shutdown()
+            for part in (self.camera, self.latch):
+                if part is not None:
+                    part.shutdown()
 
 
 @dataclass
@@ -152,6 +158,7 @@ def build_devices(
 
 def _sim_devices(robots, targets, ctx, seed):
     from orbitree.drivers.sim_camera import SensorModel, SimCamera, default_intrinsics
+    from orbitree.drivers.sim_latch import SimLatch
     from orbitree.drivers.sim_robot import SimRobot, SimRobotLimits
     from orbitree.drivers.sim_world import SimWorld
     from orbitree.skills.board_model import sirom_board_model
@@ -181,8 +188,11 @@ def _sim_devices(robots, targets, ctx, seed):
                 seed=seed * 1000 + i,
                 frame_rate_hz=cam.fps,
             )
-        world.add_robot(robot, camera)
-        devices.append(RobotDevice(name, spec, robot, camera, ctx))
+        latch = None
+        if spec.latch is not None:
+            latch = SimLatch(f"{name}_latch", spec.latch.travel_time)
+        world.add_robot(robot, camera, latch)
+        devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
     devices.append(SimWorldDevice(world))
     return devices, world
 

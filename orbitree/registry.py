@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 
+from orbitree.behaviours.admittance_dock import AdmittanceDock
+from orbitree.behaviours.approach import Approach
+from orbitree.behaviours.capture import Capture
 from orbitree.behaviours.condition import Condition
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
@@ -33,6 +36,9 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     Perceive,
     Search,
     Relocate,
+    Approach,
+    Capture,
+    AdmittanceDock,
 )
 
 

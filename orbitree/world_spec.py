@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from orbitree.quantities import AngleDeg, Frequency, Pose, PoseField, Speed
+from orbitree.quantities import AngleDeg, Duration, Force, Frequency, Pose, PoseField, Speed
 
 UR10E_HOME_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 
@@ -55,6 +55,11 @@ class CameraSpec(Strict):
         return self
 
 
+class LatchSpec(Strict):
+    travel_time: Duration = Field(1.0, gt=0.0, description="sim: time for the hooks to close")
+    hook_force: Force = Field(60.0, gt=0.0, description="sim: pull of the closed hooks")
+
+
 class RobotSpec(Strict):
     driver: Literal["sim", "ur"] = "sim"
     model: Literal["ur10e"] = "ur10e"
@@ -66,6 +71,7 @@ class RobotSpec(Strict):
     )
     tool: PoseField = Field(default_factory=Pose, description="TCP pose in the flange frame")
     camera: CameraSpec | None = None
+    latch: LatchSpec | None = Field(None, description="docking hooks of the active interface")
     ft: bool = Field(True, description="the arm has a wrist force/torque sensor")
     tcp_speed_limit: Speed = Field(1.0, gt=0.0, description="sim: TCP speed limit")
     ft_noise: float = Field(0.05, ge=0.0, description="sim: F/T noise (N, N·m, std)")
@@ -90,6 +96,8 @@ class RobotSpec(Strict):
             keys.append(f"/robot/{name}/wrench")
         if self.camera is not None:
             keys.append(f"/robot/{name}/image")
+        if self.latch is not None:
+            keys.append(f"/robot/{name}/latch")
         return keys
 
 

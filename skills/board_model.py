@@ -7,8 +7,8 @@ bottom-left (clockwise when the board is seen from the front, i.e. from +z).
 The SIROM board is the one of the self-coupling seed (REFERENCE.md A): three 7x7 markers, ids
 0, 1 and 2, side 18 mm, each with a 1 mm white border, on the passive SIROM's connection
 triangle. Its corner table is used exactly as published (in cm). The published values are
-rounded to 0.1 mm, so markers 1 and 2 are not perfect squares (the largest departure from
-"marker 0 rotated by ∓120°" is 0.1 mm); the simulator prints the markers on exactly these
+rounded, so markers 1 and 2 are not perfect squares (the largest departure from
+"marker 0 rotated by ∓120°" is 0.11 mm, marker 2 BL x); the simulator prints the markers on these
 corners, so model and rendered world agree.
 """
 
@@ -71,8 +71,8 @@ class BoardModel:
         return cv2.aruco.getPredefinedDictionary(self.dictionary_id)
 
     def marker_corners(self, marker_id: int) -> np.ndarray:
-        """(4, 3) corners of one marker in the board frame."""
-        return self.corners[self.marker_ids.index(marker_id)]
+        """(4, 3) corners of one marker in the board frame (a copy)."""
+        return self.corners[self.marker_ids.index(marker_id)].copy()
 
     def is_planar(self, tol_m: float = 1e-9) -> bool:
         """True when every corner has z = 0 (within ``tol_m``)."""
@@ -116,6 +116,14 @@ def make_aruco_board(model: BoardModel) -> cv2.aruco.Board:
     obj_points = [c.astype(np.float32) for c in model.corners]
     ids = np.array(model.marker_ids, dtype=np.int32)
     return cv2.aruco.Board(obj_points, model.dictionary, ids)
+
+
+def aruco_board_from_corners(
+    corners: Mapping[int, np.ndarray], dictionary_id: int, *, scale: float = 1.0
+) -> cv2.aruco.Board:
+    """A ``cv2.aruco.Board`` straight from a corner table ``{marker_id: (4, 3)}`` (TL, TR, BR,
+    BL, board frame); ``scale`` converts the table's unit to metres."""
+    return make_aruco_board(board_model_from_corners(corners, dictionary_id, scale=scale))
 
 
 def sirom_board() -> cv2.aruco.Board:

@@ -10,6 +10,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
+
 from orbitree.drivers.calibration_io import (
     CalibrationFileError,
     load_intrinsics,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
+
 from orbitree.drivers.interfaces import Robot, RobotState
 from orbitree.drivers.sim_robot import UR10E_HOME_Q, SimRobot, SimRobotLimits
 from orbitree.skills import kinematics as kin
-from scipy.spatial.transform import Rotation
 
 TICK = 0.008  # 125 Hz executive tick; the robot integrates at 2 ms inside each step
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import rtde_control
 import rtde_receive
+from scipy.spatial.transform import Rotation
+
 from orbitree.drivers.interfaces import Robot
 from orbitree.drivers.ur_robot import (
     URCommandError,
@@ -23,7 +25,6 @@ from orbitree.drivers.ur_robot import (
     pose_to_ur,
     wrench_base_to_tcp,
 )
-from scipy.spatial.transform import Rotation
 
 HOST = "192.168.56.101"
 

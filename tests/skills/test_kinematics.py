@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from orbitree.skills import kinematics as kin
 from scipy.spatial.transform import Rotation
+
+from orbitree.skills import kinematics as kin
 
 UR_D1, UR_A2, UR_A3, UR_D4, UR_D5, UR_D6 = 0.1807, -0.6127, -0.57155, 0.17415, 0.11985, 0.11655
 

@@ -1,0 +1,107 @@
+"""``approach``: position-based visual servoing of the active interface onto the target.
+
+YAML::
+
+    - approach:
+        robot: arm
+        target: sirom
+        gain: {lambda0: 1.5, lambda_inf: 0.4, slope0: 30}   # adaptive gain (ViSP's UR example)
+        max_speed: 100 mm/s
+        max_angular_speed: 20 deg/s
+        tolerance: 0.001          # stop when the error norm ‖e‖ is below this (m and rad mixed)
+        lost_after: 500 ms        # FAILURE when the target has not been seen for this long
+
+PBVS (``orbitree.skills.pbvs``): the error between the board pose the camera sees and the pose
+it would see with the TCP at the envelope's aim point (docked, backed off by the standoff),
+``v_c = −λ(‖e‖) L_e⁺ e``, turned into a TCP twist in the base frame and sent as ``speed_l`` every
+tick. Between camera frames the board pose in the camera is predicted from the last estimate in
+the base frame (the target is fixed) and the arm's current pose, so the loop runs at the tick
+rate. The approach continues until ``‖e‖ < tolerance``, even after entering the capture range,
+as in the seed. Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import py_trees
+from pydantic import BaseModel, ConfigDict, Field
+
+from orbitree.motion import MotionLeaf, MotionParams
+from orbitree.quantities import AngularSpeed, Duration, Speed
+from orbitree.skills.capture import ENVELOPES, desired_board2cam
+from orbitree.skills.gain import AdaptiveGain
+from orbitree.skills.pbvs import camera_to_tcp_twist, camera_velocity, saturate_twist
+
+Status = py_trees.common.Status
+
+
+class GainParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    lambda0: float = Field(1.5, gt=0.0, description="gain near zero error")
+    lambda_inf: float = Field(0.4, gt=0.0, description="gain for large errors")
+    slope0: float = Field(30.0, gt=0.0, description="slope of the gain at zero error")
+
+
+class ApproachParams(MotionParams):
+    target: str
+    envelope: str = Field("sirom", description="capture envelope (docked pose and standoff)")
+    gain: GainParams = GainParams()
+    max_speed: Speed = Field(0.1, gt=0.0)
+    max_angular_speed: AngularSpeed = Field(0.35, gt=0.0)
+    acceleration: float = Field(0.5, gt=0.0, description="speed_l acceleration, m/s²")
+    tolerance: float = Field(0.001, gt=0.0, description="‖e‖ at which the approach ends")
+    lost_after: Duration = Field(0.5, gt=0.0)
+
+
+class Approach(MotionLeaf):
+    kind = "approach"
+    Params = ApproachParams
+    params: ApproachParams
+
+    @classmethod
+    def reads(cls, params: ApproachParams) -> list[str]:
+        t = f"/target/{params.target}/"
+        return [t + "pose_base", t + "last_seen", f"/robot/{params.robot}/tcp_pose"]
+
+    @classmethod
+    def writes(cls, params: ApproachParams) -> list[str]:
+        return ["/servo/error", "/servo/error_norm", "/servo/gain"]
+
+    def setup(self, **kwargs: object) -> None:
+        super().setup(**kwargs)
+        if self.device.cam2tcp is None:
+            raise RuntimeError(f"approach needs a camera on robot {self.params.robot!r}")
+        self.cam2tcp = self.device.cam2tcp
+        g = self.params.gain
+        self.gain = AdaptiveGain(g.lambda0, min(g.lambda_inf, g.lambda0), g.slope0)
+        self.desired = desired_board2cam(self.cam2tcp, ENVELOPES[self.params.envelope])
+
+    def update(self) -> Status:
+        t = f"/target/{self.params.target}/"
+        last_seen = self.read(t + "last_seen")
+        if last_seen is None or self.ctx.now - last_seen > self.params.lost_after:
+            self.feedback_message = "target lost"
+            self._stop()
+            return Status.FAILURE
+        tcp2base = self.read(self.robot_key("tcp_pose"))
+        cam2base = tcp2base @ self.cam2tcp
+        board2cam = np.linalg.solve(cam2base, self.read(t + "pose_base").matrix)
+        command = camera_velocity(board2cam, self.desired, self.gain)
+        self.write("/servo/error", command.error)
+        self.write("/servo/error_norm", command.error_norm)
+        self.write("/servo/gain", command.gain)
+        if command.error_norm < self.params.tolerance:
+            self.feedback_message = f"converged: ‖e‖ = {command.error_norm:.5f}"
+            self._stop()
+            return Status.SUCCESS
+        twist = camera_to_tcp_twist(command.twist, self.cam2tcp, tcp2base)
+        twist = saturate_twist(twist, self.params.max_speed, self.params.max_angular_speed)
+        self.robot.speed_l(twist, self.params.acceleration)
+        self.moving = True
+        self.feedback_message = f"‖e‖ = {command.error_norm:.4f}, λ = {command.gain:.2f}"
+        return Status.RUNNING
+
+    def _stop(self) -> None:
+        if self.moving:
+            self.robot.stop()
+            self.moving = False

@@ -1,0 +1,92 @@
+"""``capture``: close the docking hooks, but only when the TCP is inside the capture envelope.
+
+YAML::
+
+    - capture: {robot: arm, target: sirom, envelope: sirom}
+
+The envelope error (``orbitree.skills.capture``: the TCP's offset from its docked pose, in the
+target frame, mm and deg) is computed from the arm's pose and the latest vision estimate of the
+target. Inside the envelope the hooks are closed and the leaf runs until the latch reports
+CLOSED (SUCCESS) or FAULT / ``timeout`` (FAILURE, hooks reopened). Outside it the hooks are not
+touched and the leaf fails at once, naming the axes out of range. The error is written to
+``/capture/error`` and to the run summary (``final_error``, ``in_capture_envelope``).
+"""
+
+from __future__ import annotations
+
+import py_trees
+from pydantic import Field
+
+from orbitree.drivers.interfaces import LatchState
+from orbitree.motion import MotionLeaf, MotionParams
+from orbitree.quantities import Duration
+from orbitree.skills.capture import ENVELOPES, envelope_error, violated_axes
+
+Status = py_trees.common.Status
+
+
+class CaptureParams(MotionParams):
+    target: str
+    envelope: str = Field("sirom", description="capture envelope to check")
+    timeout: Duration = Field(5.0, gt=0.0, description="give up if the hooks have not closed")
+
+
+class Capture(MotionLeaf):
+    kind = "capture"
+    Params = CaptureParams
+    params: CaptureParams
+
+    @classmethod
+    def reads(cls, params: CaptureParams) -> list[str]:
+        return [f"/target/{params.target}/pose_base", f"/robot/{params.robot}/tcp_pose"]
+
+    @classmethod
+    def writes(cls, params: CaptureParams) -> list[str]:
+        return ["/capture/error", "/capture/inside"]
+
+    def setup(self, **kwargs: object) -> None:
+        super().setup(**kwargs)
+        if self.device.latch is None:
+            raise RuntimeError(f"capture needs a latch on robot {self.params.robot!r}")
+        self.latch = self.device.latch
+        self.envelope = ENVELOPES[self.params.envelope]
+
+    def initialise(self) -> None:
+        target = self.read(f"/target/{self.params.target}/pose_base")
+        error = envelope_error(self.read(self.robot_key("tcp_pose")), target.matrix)
+        self.outside = violated_axes(self.envelope, error)
+        self.write("/capture/error", error.as_dict())
+        self.write("/capture/inside", not self.outside)
+        self.ctx.summary["final_error"] = {k: round(v, 4) for k, v in error.as_dict().items()}
+        self.ctx.summary["in_capture_envelope"] = not self.outside
+        self.closing = not self.outside
+        if self.closing:
+            self.ctx.command(self.params.robot, "latch_close")
+            self.latch.close()
+            self.deadline = self.ctx.now + self.params.timeout
+
+    def update(self) -> Status:
+        if self.outside:
+            self.feedback_message = f"outside the capture envelope on {', '.join(self.outside)}"
+            return Status.FAILURE
+        state = self.latch.state()
+        if state == LatchState.CLOSED:
+            self.closing = False
+            self.feedback_message = "hooks closed"
+            return Status.SUCCESS
+        if state == LatchState.FAULT or self.ctx.now >= self.deadline:
+            self.feedback_message = f"hooks did not close ({state.name.lower()})"
+            self._reopen()
+            return Status.FAILURE
+        self.feedback_message = f"hooks {state.name.lower()}"
+        return Status.RUNNING
+
+    def terminate(self, new_status: Status) -> None:
+        if new_status == Status.INVALID and self.closing:
+            self._reopen()
+        super().terminate(new_status)
+
+    def _reopen(self) -> None:
+        self.closing = False
+        self.ctx.command(self.params.robot, "latch_open")
+        self.latch.open()

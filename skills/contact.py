@@ -1,0 +1,504 @@
+"""Compliant-motion contact model (REFERENCE.md B): the real tool pose and the wrist wrench.
+
+A passive compliance (a spring, stiffness ``K`` diagonal in the compliance frame) sits between
+the robot and the active interface. The robot reaches the *commanded* TCP pose exactly; the tool
+takes the *real* pose that minimises the elastic energy without interpenetrating the passive
+interface (Suárez, Basañez & Colomé, seed B).
+
+Conventions (pure functions, numpy in and out, SI units):
+
+* Compliance frame ``C`` = the commanded TCP frame. The deformation ``e = [t, θu]`` (6,) is the
+  real TCP pose in ``C``: ``real_tcp2cmd = [Rotation.from_rotvec(θu), t]``
+  (:func:`deformation`, :func:`apply_deformation`).
+* Wrench ``f = K e`` (6,): force (N) and torque about the TCP (N·m) in ``C``. It is the external
+  wrench the passive interface applies to the tool, i.e. what a zeroed wrist F/T sensor reports
+  (UR ``getActualTCPForce`` sign): pressing the tool along +z_tcp into the passive face by ``d``
+  gives ``f_z = -k_z d``.
+* Contacts (:func:`find_contacts`) are searched at the real pose within ``margin_m`` and kept
+  only when of dimension 0 and *determined*: an active vertex on a passive face, a passive
+  vertex on an active face, or two non-parallel convex edges whose common normal lies in both
+  edges' normal cones (to 2°, so an edge crossing a nearly parallel face keeps a contact at
+  each of the face's sides). For a vertex near a convex piece the face used is the one whose
+  plane separates it most: this is the determined contact associated with a vertex–edge or
+  vertex–vertex contact, chosen from the current configuration as the seed prescribes.
+  Parallel edges (dimension-1 contacts) are left to the contacts at their ends.
+* Each contact's signed distance is linearised about the previous real pose into one row of
+  ``A e >= b`` (:func:`linearise_contacts`); :func:`solve_deformation` solves
+  ``min ½ eᵀ K e  s.t.  A e >= b`` with daqp (quadprog as a cross-check).
+* :func:`solve_contact` splits large commanded steps, re-linearises until the real pose stops
+  moving (under 1 µm), and when a candidate pose interpenetrates (an edge entering a convex
+  piece of the other body deeper than ``tolerance_m``: :func:`interpenetrates`) bisects back
+  toward the last free pose and re-linearises there, as the seed does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+
+import daqp
+import numpy as np
+import quadprog
+from scipy.spatial.transform import Rotation
+
+from orbitree.skills.contact_geometry import (
+    CompositeBody,
+    clear_of_box,
+    interpenetrate,
+    invert_pose,
+    row_cross,
+    sirom_active,
+    sirom_passive,
+    transform_points,
+)
+from orbitree.skills.kinematics import check_pose, check_vector
+
+#: Wrist compliance (N/m, N/m, N/m, N·m/rad x3): 20 N/mm and ~5 N·m/deg, RCC-like.
+DEFAULT_STIFFNESS: tuple[float, ...] = (2.0e4, 2.0e4, 2.0e4, 300.0, 300.0, 300.0)
+_CONE_TOL = 0.035  # sin 2°: edges crossing nearly parallel faces keep both end contacts
+_PARALLEL_SIN = 1e-3
+_SETTLED_M = 1e-6
+_SETTLED_RAD = 1e-5
+_DAQP_TOL = 1e-10
+
+
+class ContactKind(IntEnum):
+    VERTEX_FACE = 0  # an active vertex on a passive face
+    FACE_VERTEX = 1  # a passive vertex on an active face
+    EDGE_EDGE = 2  # a convex active edge across a convex passive edge
+
+
+class ContactQPError(RuntimeError):
+    """The contact QP has no solution (contradictory linearised contacts)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ContactModel:
+    """Immutable configuration of one active/passive pair and its wrist compliance.
+
+    active : body in the TCP frame; passive : body in its own (board) frame.
+    stiffness : (6,) diagonal of K in the compliance frame, N/m and N·m/rad, all > 0.
+    tolerance_m : interpenetration allowed after a solve. margin_m : contact search distance.
+    max_step_m, max_step_rad : commanded steps larger than these are split.
+    max_iterations : QP solves allowed per step. solver : ``"daqp"`` or ``"quadprog"``.
+    """
+
+    active: CompositeBody
+    passive: CompositeBody
+    stiffness: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_STIFFNESS))
+    tolerance_m: float = 5e-5
+    margin_m: float = 1e-3
+    max_step_m: float = 5e-4
+    max_step_rad: float = math.radians(0.5)
+    max_iterations: int = 20
+    solver: str = "daqp"
+
+    def __post_init__(self) -> None:
+        for name in ("active", "passive"):
+            if not isinstance(getattr(self, name), CompositeBody):
+                raise ValueError(f"{name} must be a CompositeBody, got {type(getattr(self, name))}")
+        stiffness = check_vector(self.stiffness, 6, "stiffness").copy()
+        if (stiffness <= 0.0).any():
+            raise ValueError(f"stiffness must be > 0 on every axis, got {stiffness}")
+        stiffness.setflags(write=False)
+        object.__setattr__(self, "stiffness", stiffness)
+        for name in ("tolerance_m", "max_step_m", "max_step_rad"):
+            if not getattr(self, name) > 0.0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not self.margin_m > self.tolerance_m:
+            raise ValueError(f"margin_m must exceed tolerance_m, got {self.margin_m}")
+        if self.max_iterations < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        if self.solver not in ("daqp", "quadprog"):
+            raise ValueError(f"solver must be 'daqp' or 'quadprog', got {self.solver!r}")
+
+
+def sirom_contact_model(
+    stiffness: Sequence[float] | np.ndarray = DEFAULT_STIFFNESS, **options: float | int | str
+) -> ContactModel:
+    """The SIROM pair of ``contact_geometry`` with the given wrist stiffness and options."""
+    return ContactModel(sirom_active(), sirom_passive(), np.asarray(stiffness, float), **options)
+
+
+@dataclass(frozen=True, eq=False)
+class ContactSet:
+    """Determined contacts at one real pose, in the passive frame (m contacts).
+
+    kinds : (m,) :class:`ContactKind` values. points_passive : (m, 3) contact points.
+    normals_passive : (m, 3) unit normals from the passive toward the active body.
+    distances : (m,) signed separations (m), negative when interpenetrating.
+    """
+
+    kinds: np.ndarray
+    points_passive: np.ndarray
+    normals_passive: np.ndarray
+    distances: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.distances)
+
+
+@dataclass(frozen=True, eq=False)
+class QPSolution:
+    """deformation : (6,) e; multipliers : (m,) >= 0, one per row of ``A e >= b``."""
+
+    deformation: np.ndarray
+    multipliers: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class ContactResult:
+    """One solve: real_tcp2base (4, 4); wrench_tcp (6,) ``K e`` in the commanded TCP frame;
+    contacts at the real pose (passive frame); n_active how many touch (within tolerance);
+    iterations the QP solves used; converged False when a step ran out of iterations or
+    stalled (the pose returned is then the last free one)."""
+
+    real_tcp2base: np.ndarray
+    wrench_tcp: np.ndarray
+    contacts: ContactSet
+    n_active: int
+    iterations: int
+    converged: bool
+
+
+# ------------------------------------------------------------------------------ pose helpers
+
+
+def deformation(commanded_tcp2x: np.ndarray, real_tcp2x: np.ndarray) -> np.ndarray:
+    """e (6,) ``[t, θu]`` of the real TCP in the commanded TCP frame; both poses (4, 4) in x."""
+    return _deformation(check_pose(commanded_tcp2x, "commanded_tcp2x"),
+                        check_pose(real_tcp2x, "real_tcp2x"))
+
+
+def apply_deformation(commanded_tcp2x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """real_tcp2x (4, 4) of deformation ``e`` (6,) from ``commanded_tcp2x`` (4, 4)."""
+    return _apply(check_pose(commanded_tcp2x, "commanded_tcp2x"), check_vector(e, 6, "e"))
+
+
+def _deformation(commanded: np.ndarray, real: np.ndarray) -> np.ndarray:
+    real2cmd = invert_pose(commanded) @ real
+    return np.concatenate([real2cmd[:3, 3], Rotation.from_matrix(real2cmd[:3, :3]).as_rotvec()])
+
+
+def _apply(commanded: np.ndarray, e: np.ndarray) -> np.ndarray:
+    real2cmd = np.eye(4)
+    real2cmd[:3, :3] = Rotation.from_rotvec(e[3:]).as_matrix()
+    real2cmd[:3, 3] = e[:3]
+    return commanded @ real2cmd
+
+
+def _interpolate(start: np.ndarray, end: np.ndarray, s: float) -> np.ndarray:
+    """Pose a fraction ``s`` of the way: translation linear, rotation along the geodesic."""
+    if s == 1.0:
+        return end
+    pose = np.eye(4)
+    step = Rotation.from_matrix(start[:3, :3].T @ end[:3, :3]).as_rotvec()
+    pose[:3, :3] = start[:3, :3] @ Rotation.from_rotvec(s * step).as_matrix()
+    pose[:3, 3] = (1.0 - s) * start[:3, 3] + s * end[:3, 3]
+    return pose
+
+
+def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
+    """(translation m, rotation angle rad) between two poses."""
+    rel = start[:3, :3].T @ end[:3, :3]
+    sine = 0.5 * math.hypot(rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1])
+    angle = math.atan2(sine, 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0))
+    return float(np.linalg.norm(end[:3, 3] - start[:3, 3])), angle
+
+
+def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
+    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)``."""
+    theta = float(np.linalg.norm(rotvec))
+    skew = np.array([[0.0, -rotvec[2], rotvec[1]],
+                     [rotvec[2], 0.0, -rotvec[0]],
+                     [-rotvec[1], rotvec[0], 0.0]])
+    if theta < 1e-8:
+        return np.eye(3) + 0.5 * skew
+    return (np.eye(3) + (1.0 - math.cos(theta)) / theta**2 * skew
+            + (theta - math.sin(theta)) / theta**3 * skew @ skew)
+
+
+# --------------------------------------------------------------------------- contact search
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ki,ki->k", a, b)
+
+
+def _plane_distances(points: np.ndarray, body: CompositeBody) -> np.ndarray:
+    """(V, P, Fmax) signed distances of points (V, 3) to every plane of every piece."""
+    flat = body.planes.reshape(-1, 4)
+    return (points @ flat[:, :3].T - flat[:, 3]).reshape(len(points), *body.planes.shape[:2])
+
+
+def _vertex_face(
+    points: np.ndarray, body: CompositeBody, tol: float, margin: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points (V, 3) near the convex pieces of ``body`` (same frame).
+
+    Per (point, piece) the face whose plane separates the point most is the contact face; it
+    counts when external and its distance lies in ``[-tol, margin]``. Returns point indices,
+    outward face normals (k, 3) and distances (k,).
+    """
+    dist = _plane_distances(points, body)
+    face, best = dist.argmax(axis=2), dist.max(axis=2)
+    external = body.plane_external[np.arange(face.shape[1])[None, :], face]
+    vertex, piece = np.nonzero(external & (best >= -tol) & (best <= margin))
+    normals = body.planes[piece, face[vertex, piece], :3]
+    return vertex, normals, best[vertex, piece]
+
+
+def _in_cones(direction: np.ndarray, cones: np.ndarray) -> np.ndarray:
+    """(k,) bool: direction (k, 3) inside each crease's normal cone, given as (k, 2, 3)."""
+    return (np.einsum("ki,kji->kj", direction, cones) >= -_CONE_TOL).all(axis=1)
+
+
+def _edge_edge(
+    active_ends: np.ndarray, active_moments: np.ndarray, active_cones: np.ndarray,
+    passive: CompositeBody, tol: float, margin: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Convex active edges (Ca, 2, 3) across convex passive edges, all in the passive frame.
+
+    The lines must be non-parallel and within ``[-tol, margin]`` (screened for all pairs at
+    once with Plücker coordinates: ``(a0 - p0)·(da × dp) = da·m_p + dp·m_a``), their closest
+    points inside both edges and the common normal inside both normal cones
+    (``active_cones`` (Ca, 2, 3), see ``CompositeBody.crease_cones``). Returns contact points
+    on the active edges (k, 3), normals (k, 3) and distances (k,).
+    """
+    da = active_ends[:, 1] - active_ends[:, 0]
+    dp = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
+    moment = da @ passive.crease_moments.T + active_moments @ dp.T
+    along = da @ dp.T
+    cross2 = np.multiply.outer((da * da).sum(axis=1), (dp * dp).sum(axis=1))
+    sine2 = cross2 - along**2
+    ia, ip = np.nonzero((sine2 > _PARALLEL_SIN**2 * cross2) & (moment**2 <= margin**2 * sine2))
+    a0, p0, da, dp = active_ends[ia, 0], passive.crease_edges[ip, 0], da[ia], dp[ip]
+    cross = row_cross(da, dp)
+    normal = cross / np.sqrt(sine2[ia, ip])[:, None]
+    outward = np.sign(_dot(normal, passive.crease_normals[ip].sum(axis=1)))
+    normal *= outward[:, None]
+    w = a0 - p0
+    dist = _dot(normal, w)
+    aa, bb, cc, dd, ee = _dot(da, da), along[ia, ip], _dot(dp, dp), _dot(da, w), _dot(dp, w)
+    s = (bb * ee - cc * dd) / sine2[ia, ip]
+    t = (aa * ee - bb * dd) / sine2[ia, ip]
+    keep = ((outward != 0.0) & (dist >= -tol) & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
+            & _in_cones(normal, passive.crease_cones[ip]) & _in_cones(-normal, active_cones[ia]))
+    return (a0 + s[:, None] * da)[keep], normal[keep], dist[keep]
+
+
+def find_contacts(model: ContactModel, tcp2passive: np.ndarray) -> ContactSet:
+    """Determined contacts (passive frame) of the active body at ``tcp2passive`` (4, 4)."""
+    return _find_contacts(model, check_pose(tcp2passive, "tcp2passive"))
+
+
+def _find_contacts(model: ContactModel, pose: np.ndarray) -> ContactSet:
+    tol, margin = model.tolerance_m, model.margin_m
+    active_points = transform_points(pose, model.active.vertices)
+    if clear_of_box(active_points, model.passive, margin):
+        return ContactSet(np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    v, vf_normals, vf_dist = _vertex_face(active_points, model.passive, tol, margin)
+    q, fv_normals, fv_dist = _vertex_face(
+        transform_points(invert_pose(pose), model.passive.vertices), model.active, tol, margin
+    )
+    rotation, origin = pose[:3, :3], pose[:3, 3]
+    active_ends = transform_points(pose, model.active.crease_edges)
+    directions = (active_ends[:, 1] - active_ends[:, 0])
+    moments = model.active.crease_moments @ rotation.T + row_cross(origin, directions)
+    ee_points, ee_normals, ee_dist = _edge_edge(
+        active_ends, moments, model.active.crease_cones @ rotation.T, model.passive, tol, margin
+    )
+    kinds = np.repeat(
+        [ContactKind.VERTEX_FACE, ContactKind.FACE_VERTEX, ContactKind.EDGE_EDGE],
+        [len(v), len(q), len(ee_dist)],
+    ).astype(np.int8)
+    return ContactSet(
+        kinds,
+        np.vstack([active_points[v], model.passive.vertices[q], ee_points]),
+        np.vstack([vf_normals, -fv_normals @ pose[:3, :3].T, ee_normals]),
+        np.concatenate([vf_dist, fv_dist, ee_dist]),
+    )
+
+
+def linearise_contacts(
+    contacts: ContactSet, commanded_tcp2passive: np.ndarray, real_tcp2passive: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` (m, 6) and ``b`` (m,) of ``A e >= b``, the contacts linearised about the real pose.
+
+    Row i: ``dist_i + n_i·δt + (r_i × n_i)·J_l(θu₀) δθu >= 0`` in the compliance frame, with
+    ``r_i`` the lever from the real TCP to the contact point and ``e₀`` the real pose's
+    deformation, so that ``A e₀ - b`` equals the contact distances. ``contacts`` are those of
+    :func:`find_contacts` at ``real_tcp2passive``.
+    """
+    if not isinstance(contacts, ContactSet):
+        raise ValueError(f"contacts must be a ContactSet, got {type(contacts)}")
+    return _linearise(contacts, check_pose(commanded_tcp2passive, "commanded_tcp2passive"),
+                      check_pose(real_tcp2passive, "real_tcp2passive"))
+
+
+def _linearise(
+    contacts: ContactSet, commanded: np.ndarray, real: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    to_cmd = commanded[:3, :3]  # row vectors times cmd2passive's rotation: passive -> cmd frame
+    e0 = _deformation(commanded, real)
+    normals = contacts.normals_passive @ to_cmd
+    levers = (contacts.points_passive - real[:3, 3]) @ to_cmd
+    a = np.hstack([normals, row_cross(levers, normals) @ _left_jacobian(e0[3:])])
+    return a, a @ e0 - contacts.distances
+
+
+def solve_deformation(
+    stiffness: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str = "daqp"
+) -> QPSolution:
+    """``argmin ½ eᵀ diag(stiffness) e  s.t.  a e >= b`` with ``a`` (m, 6), ``b`` (m,).
+
+    Raises :class:`ContactQPError` when the constraints are inconsistent.
+    """
+    k = check_vector(stiffness, 6, "stiffness")
+    a = np.ascontiguousarray(a, dtype=float).reshape(-1, 6)
+    b = np.ascontiguousarray(b, dtype=float)
+    if b.shape != (len(a),):
+        raise ValueError(f"b must have shape ({len(a)},), got {b.shape}")
+    if len(a) == 0:
+        return QPSolution(np.zeros(6), np.zeros(0))
+    if solver == "daqp":
+        # daqp's default primal tolerance (1e-6) would allow a micrometre of penetration here.
+        x, _, flag, info = daqp.solve(np.diag(k), np.zeros(6), a, np.full(len(b), np.inf), b,
+                                      np.zeros(len(b), dtype=np.intc), primal_tol=_DAQP_TOL)
+        if flag not in (1, 2):
+            raise ContactQPError(f"daqp exit flag {flag}")
+        return QPSolution(np.asarray(x), np.maximum(-np.asarray(info["lam"]), 0.0))
+    if solver == "quadprog":
+        try:
+            x, _, _, _, lam, _ = quadprog.solve_qp(np.diag(k), np.zeros(6), a.T.copy(), b, 0)
+        except ValueError as error:
+            raise ContactQPError(str(error)) from error
+        return QPSolution(x, lam)
+    raise ValueError(f"solver must be 'daqp' or 'quadprog', got {solver!r}")
+
+
+# ----------------------------------------------------------------------- interpenetration
+
+
+def interpenetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
+    """Edge–face crossing test: do the bodies overlap by more than ``model.tolerance_m``?"""
+    return _penetrates(model, check_pose(tcp2passive, "tcp2passive"))
+
+
+def _penetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
+    return interpenetrate(model.active, tcp2passive, model.passive, model.tolerance_m)
+
+
+def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float:
+    """Largest fraction of the way from ``free`` to ``blocked`` found free, to ~tol / 4."""
+    distance, angle = _gap(free, blocked)
+    extent = distance + angle * model.active.radius
+    lo, hi = 0.0, 1.0
+    while (hi - lo) * extent > 0.25 * model.tolerance_m:
+        mid = 0.5 * (lo + hi)
+        if _penetrates(model, _interpolate(free, blocked, mid)):
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+# ----------------------------------------------------------------------------- the solver
+
+
+def _qp_step(
+    model: ContactModel, cmd: np.ndarray, real: np.ndarray, contacts: ContactSet
+) -> tuple[np.ndarray, ContactSet]:
+    """Candidate real pose, and the contacts with their distances predicted there."""
+    a, b = _linearise(contacts, cmd, real)
+    try:
+        e = solve_deformation(model.stiffness, a, b, model.solver).deformation
+    except ContactQPError:  # contradictory small penetrations: only forbid deepening them
+        e = solve_deformation(model.stiffness, a, b + np.minimum(contacts.distances, 0.0),
+                              model.solver).deformation
+    return _apply(cmd, e), replace(contacts, distances=a @ e - b)
+
+
+def _settle(
+    model: ContactModel, cmd: np.ndarray, real: np.ndarray
+) -> tuple[np.ndarray, ContactSet, int, bool]:
+    """Real pose for commanded ``cmd`` (passive frame) from the free pose ``real``.
+
+    Returns the pose, its contacts, the QP solves used and whether the pose settled.
+    """
+    for iteration in range(1, model.max_iterations + 1):
+        contacts = _find_contacts(model, real)
+        candidate, predicted = (cmd, contacts) if len(contacts) == 0 else _qp_step(
+            model, cmd, real, contacts)
+        distance, angle = _gap(real, candidate)
+        settled = distance < _SETTLED_M and angle < _SETTLED_RAD
+        if not _penetrates(model, candidate):
+            if len(contacts) == 0 or settled:  # a settled pose is within 1 µm of ``real``
+                return candidate, predicted, iteration, True
+            real = candidate
+            continue
+        fraction = _bisect(model, real, candidate)
+        if fraction * distance < _SETTLED_M and fraction * angle < _SETTLED_RAD:
+            break  # stuck: the contacts found do not block this motion
+        real = _interpolate(real, candidate, fraction)
+    return real, _find_contacts(model, real), iteration, False
+
+
+def _vertex_inside(model: ContactModel, tcp2passive: np.ndarray) -> bool:
+    """Is a vertex of either body deeper than tolerance inside a piece of the other?"""
+    depth = -model.tolerance_m
+    active_points = transform_points(tcp2passive, model.active.vertices)
+    passive_points = transform_points(invert_pose(tcp2passive), model.passive.vertices)
+    return bool((_plane_distances(active_points, model.passive).max(axis=2) < depth).any()
+                or (_plane_distances(passive_points, model.active).max(axis=2) < depth).any())
+
+
+def _substeps(model: ContactModel, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    distance, angle = _gap(start, end)
+    ratio = max(distance / model.max_step_m, angle / model.max_step_rad)
+    count = max(1, math.ceil(ratio - 1e-9))
+    return [_interpolate(start, end, (i + 1) / count) for i in range(count)]
+
+
+def solve_contact(
+    model: ContactModel,
+    commanded_tcp2base: np.ndarray,
+    passive2base: np.ndarray,
+    previous_real_tcp2base: np.ndarray,
+    previous_commanded_tcp2base: np.ndarray | None = None,
+) -> ContactResult:
+    """Real TCP pose and wrist wrench for one commanded pose (all (4, 4), base frame).
+
+    The commanded motion, from ``previous_commanded_tcp2base`` (default: the previous real
+    pose), is split into steps of at most ``max_step_m`` / ``max_step_rad``, each solved from
+    the real pose of the one before. ``previous_real_tcp2base`` must be free (the previous
+    result, or any pose clear of the passive body at start): a vertex of one body inside the
+    other raises ValueError. Without contact the real pose is the commanded one and the wrench
+    zero. The contacts reported are those of the last QP with their distances at the real pose
+    as linearised (exact to second order in the last, sub-micrometre, move). If the passive body
+    moved since the last call, carry the previous poses along with it (keep their pose relative
+    to the passive) so that the previous real pose stays free.
+    """
+    commanded = check_pose(commanded_tcp2base, "commanded_tcp2base")
+    passive2base = check_pose(passive2base, "passive2base")
+    base2passive = invert_pose(passive2base)
+    real = base2passive @ check_pose(previous_real_tcp2base, "previous_real_tcp2base")
+    if _vertex_inside(model, real):
+        raise ValueError("previous_real_tcp2base interpenetrates the passive body; start the "
+                         "contact model from a free pose")
+    start = real if previous_commanded_tcp2base is None else base2passive @ check_pose(
+        previous_commanded_tcp2base, "previous_commanded_tcp2base")
+    cmd = base2passive @ commanded
+    iterations, converged = 0, True
+    for step in _substeps(model, start, cmd):
+        real, contacts, used, settled = _settle(model, step, real)
+        iterations, converged = iterations + used, converged and settled
+    if real is cmd:
+        real_tcp2base, wrench = commanded.copy(), np.zeros(6)
+    else:
+        real_tcp2base = passive2base @ real
+        wrench = model.stiffness * _deformation(cmd, real)
+    n_active = int((contacts.distances <= model.tolerance_m).sum())
+    return ContactResult(real_tcp2base, wrench, contacts, n_active, iterations, converged)
