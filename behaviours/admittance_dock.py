@@ -59,6 +59,7 @@ class AdmittanceDockParams(MotionParams):
     dead_band: DeadBand = DeadBand()
     seated: Seated = Seated()
     max_speed: Speed = Field(0.02, gt=0.0)
+    acceleration: float = Field(2.0, gt=0.0, description="speed_l acceleration, m/s²")
     timeout: Duration = Field(20.0, gt=0.0)
 
 
@@ -112,7 +113,7 @@ class AdmittanceDock(MotionLeaf):
             return Status.FAILURE
         self.twist, self.offset = admittance_step(wrench, self.twist, self.offset, self.ctx.period, self.law)
         command = saturate_twist(self.twist, self.params.max_speed, 10 * self.params.max_speed)
-        self.robot.speed_l(command, 1.0)
+        self.robot.speed_l(command, self.params.acceleration)
         self.moving = True
         self.feedback_message = f"|F| = {np.linalg.norm(wrench[:3]):.1f} N, z = {error[2] * 1e3:.2f} mm"
         return Status.RUNNING

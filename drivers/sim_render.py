@@ -184,6 +184,20 @@ class RayTable:
         self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
         self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
         self.focal_px = float(max(self.camera_matrix[0, 0], self.camera_matrix[1, 1]))
+        # per column (row) the range of ray x (y) it covers: finds the pixels a ray box needs
+        self.col_x = np.stack([self.rays[..., 0].min(axis=0), self.rays[..., 0].max(axis=0)], axis=1)
+        self.row_y = np.stack([self.rays[..., 1].min(axis=1), self.rays[..., 1].max(axis=1)], axis=1)
+
+    def pixels_of_ray_box(
+        self, low: np.ndarray, high: np.ndarray
+    ) -> tuple[int, int, int, int] | None:
+        """Pixel box (x0, y0, x1, y1) holding every pixel whose ray lies in [low, high]; None
+        when no pixel does."""
+        cols = np.nonzero((self.col_x[:, 1] >= low[0]) & (self.col_x[:, 0] <= high[0]))[0]
+        rows = np.nonzero((self.row_y[:, 1] >= low[1]) & (self.row_y[:, 0] <= high[1]))[0]
+        if len(cols) == 0 or len(rows) == 0:
+            return None
+        return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
 def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) -> int:
@@ -249,6 +263,16 @@ def render_patch(
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
         if x0 >= x1 or y0 >= y1:
             return
+    elif in_front.all():
+        # partly or wholly out of view: the pinhole image of a planar convex patch in front of
+        # the camera lies inside its corners' ray box, whatever the lens distortion does after
+        rays_out = outline_cam[:, :2] / outline_cam[:, 2:3]
+        texel_ray = _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
+        pad = (ROI_PAD_PX / table.focal_px) + texel_ray
+        box = table.pixels_of_ray_box(rays_out.min(axis=0) - pad, rays_out.max(axis=0) + pad)
+        if box is None:
+            return
+        x0, y0, x1, y1 = box
     texture = patch.levels[level]
     scale = np.diag([2.0**level, 2.0**level, 1.0])
     ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)

@@ -302,6 +302,10 @@ class SimRobot:
     def cam2tcp(self) -> np.ndarray:
         return self._cam2tcp.copy()
 
+    def tcp2base(self) -> np.ndarray:
+        """TCP pose (4, 4) in the base frame (no sensor read, no noise drawn)."""
+        return kin.forward_kinematics(self._table, self._q, self._tool)
+
     def cam2base(self) -> np.ndarray:
         """Camera pose (4, 4) in the base frame, for the renderer."""
         return kin.forward_kinematics(self._table, self._q, self._tool) @ self._cam2tcp

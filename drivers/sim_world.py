@@ -4,12 +4,21 @@ The world frame is the base frame of the robots (one arm on a table, as in the S
 Targets are rigid bodies carrying a marker board; each camera renders every target, a table top
 beneath them, and follows its arm (``cam2world`` is read from the arm at render time).
 
-Ground truth (``target_pose``, the cameras' ``ground_truth_board2cam``) is for tests, reports
-and fault injection only; estimators see rendered images.
+Docking physics: an arm with a latch carries the active interface as its tool behind a wrist
+compliance. Whenever its TCP is near a target, the contact model of ``orbitree.skills.contact``
+(REFERENCE.md B) gives the real pose of the tool and the wrench the wrist sensor reads: the
+guide petals meeting the receptacle's chamfers, and, once the hooks close with the passive
+interface within their reach, the hooks' pull (``hook_force`` × closure along the passive's
+−z, into its face). The arm itself follows its commands exactly (its reported TCP pose is the
+commanded one, as a UR reports it); only the tool and the sensor see the contact.
+
+Ground truth (``target_pose``, the cameras' ``ground_truth_board2cam``, ``tool_pose``) is for
+tests, reports and fault injection only; estimators see rendered images.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +27,28 @@ from orbitree.drivers.sim_camera import SimCamera, board_object, table_object
 from orbitree.drivers.sim_latch import SimLatch
 from orbitree.drivers.sim_robot import SimRobot
 from orbitree.skills.board_model import BoardModel
+from orbitree.skills.contact import ContactModel, solve_contact
+
+CONTACT_RANGE_M = 0.12
+"""Contact is solved while the TCP is within this distance of a target's origin."""
+HOOK_REACH_M = (0.008, 0.012)
+"""Hooks grip when the TCP is within (lateral, axial) of the docked pose, in the target frame."""
+
+
+@dataclass
+class Docking:
+    """Contact state of one arm's tool: the model, the hook pull, the last real pose."""
+
+    model: ContactModel
+    hook_force: float = 60.0
+    target: str | None = None
+    real: np.ndarray | None = None  # tool pose (4, 4), base frame
+    commanded: np.ndarray | None = None
+    wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    hooked: bool = False
+    contacts: int = 0
+    solve_s: float = 0.0
+    solves: int = 0
 
 
 @dataclass
@@ -30,11 +61,19 @@ class SimWorld:
     boards: dict[str, BoardModel] = field(default_factory=dict)
     latches: dict[str, SimLatch] = field(default_factory=dict)  # by robot name
     table_height: float | None = None
+    docking: dict[str, Docking] = field(default_factory=dict)  # by robot name
 
-    def add_robot(self, robot: SimRobot, camera: SimCamera | None = None, latch: SimLatch | None = None) -> None:
+    def add_robot(
+        self, robot: SimRobot, camera: SimCamera | None = None, latch: SimLatch | None = None,
+        contact: ContactModel | None = None, hook_force: float = 60.0,
+    ) -> None:
         self.robots[robot.name] = robot
         if latch is not None:
             self.latches[robot.name] = latch
+        if contact is not None:
+            dock = Docking(contact, hook_force)
+            self.docking[robot.name] = dock
+            robot.set_external_wrench(lambda t, tcp2base, twist, dock=dock: dock.wrench)
         if camera is not None:
             camera.set_cam2world(robot.cam2base)
             camera.step(self.time)
@@ -66,9 +105,50 @@ class SimWorld:
             robot.step(dt)
         for latch in self.latches.values():
             latch.step(dt)
+        for name, dock in self.docking.items():
+            self._contact(name, dock)
         self.time += dt
         for camera in self.cameras.values():
             camera.step(self.time)
+
+    def _contact(self, name: str, dock: Docking) -> None:
+        commanded = self.robots[name].tcp2base()
+        target = dock.target
+        if target is None:
+            near = [(np.linalg.norm(pose[:3, 3] - commanded[:3, 3]), t) for t, pose in self.targets.items()]
+            close = [t for d, t in sorted(near) if d < CONTACT_RANGE_M]
+            target = close[0] if close else None
+        if target is None or np.linalg.norm(self.targets[target][:3, 3] - commanded[:3, 3]) > CONTACT_RANGE_M:
+            dock.target, dock.real, dock.commanded, dock.hooked = None, None, None, False
+            dock.wrench = np.zeros(6)
+            dock.contacts = 0
+            return
+        board2world = self.targets[target]
+        real = commanded if dock.real is None else dock.real
+        load = None
+        latch = self.latches.get(name)
+        tool2board = np.linalg.solve(board2world, real)
+        lateral, axial = HOOK_REACH_M
+        dock.hooked = bool(
+            latch is not None and latch.closure > 0.0
+            and np.hypot(tool2board[0, 3], tool2board[1, 3]) < lateral and tool2board[2, 3] < axial
+        )
+        if dock.hooked:
+            pull = -board2world[:3, 2] * dock.hook_force * latch.closure
+            load = np.concatenate([commanded[:3, :3].T @ pull, np.zeros(3)])
+        started = time.perf_counter()
+        result = solve_contact(dock.model, commanded, board2world, real, dock.commanded, load=load)
+        dock.solve_s += time.perf_counter() - started
+        dock.solves += 1
+        dock.target, dock.real, dock.commanded = target, result.real_tcp2base, commanded
+        dock.wrench, dock.contacts = result.wrench_tcp, result.n_active
+
+    def tool_pose(self, name: str) -> np.ndarray:
+        """Ground truth (4, 4) tool2world of arm ``name`` (differs from its TCP in contact)."""
+        dock = self.docking.get(name)
+        if dock is not None and dock.real is not None:
+            return dock.real.copy()
+        return self.robots[name].tcp2base()
 
     def target_pose(self, name: str) -> np.ndarray:
         """Ground truth (4, 4) board2world of target ``name``."""
@@ -77,3 +157,6 @@ class SimWorld:
     def move_target(self, name: str, board2world: np.ndarray) -> None:
         """Put target ``name`` somewhere else (tests, and the target_bumped fault)."""
         self.targets[name] = np.array(board2world, dtype=float)
+        for dock in self.docking.values():
+            if dock.target == name:  # the tool is pushed along (it cannot end up inside)
+                dock.target, dock.real, dock.commanded = None, None, None

@@ -45,6 +45,26 @@ class BuiltTree:
         return out
 
 
+    def phase_ids(self) -> list[int]:
+        """Node ids of the mission's top-level phases (the summary's ``phase_s``).
+
+        The children of the root; when the root is a ``parallel`` whose outcome is one selected
+        composite (a mission running a perception leaf beside its main sequence), the children
+        of that composite instead, and so on down.
+        """
+        node = 0
+        while self.specs[node].kind == "parallel":
+            params = self.specs[node].params
+            chosen = [i for i, p in enumerate(self.parents)
+                      if p == node and self.specs[i].name in set(getattr(params, "selected", None) or ())]
+            if getattr(params, "policy", None) != "selected" or len(chosen) != 1:
+                break
+            if not self.specs[chosen[0]].children:
+                break
+            node = chosen[0]
+        return [i for i, p in enumerate(self.parents) if p == node]
+
+
 def build_tree(root: NodeSpec, ctx: Context) -> BuiltTree:
     specs: list[NodeSpec] = []
     behaviours: list[Behaviour] = []

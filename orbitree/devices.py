@@ -168,9 +168,12 @@ def _sim_devices(robots, targets, ctx, seed):
         world.add_target(name, sirom_board_model(), target.pose.matrix())
     devices: list[Any] = []
     for i, (name, spec) in enumerate(robots.items()):
+        q0 = np.array(spec.q0)
+        if spec.start is not None:
+            q0 = start_configuration(spec, targets)
         robot = SimRobot(
             name,
-            q0=np.array(spec.q0),
+            q0=q0,
             tool=spec.tool.matrix(),
             cam2tcp=spec.camera.mount.matrix() if spec.camera else None,
             limits=SimRobotLimits(tcp_speed=spec.tcp_speed_limit),
@@ -188,13 +191,34 @@ def _sim_devices(robots, targets, ctx, seed):
                 seed=seed * 1000 + i,
                 frame_rate_hz=cam.fps,
             )
-        latch = None
+        latch, contact, hook_force = None, None, 0.0
         if spec.latch is not None:
+            from orbitree.skills.contact import sirom_contact_model
+
             latch = SimLatch(f"{name}_latch", spec.latch.travel_time)
-        world.add_robot(robot, camera, latch)
+            contact, hook_force = sirom_contact_model(), spec.latch.hook_force
+        world.add_robot(robot, camera, latch, contact, hook_force)
         devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
     devices.append(SimWorldDevice(world))
     return devices, world
+
+
+def start_configuration(spec: RobotSpec, targets: dict[str, TargetSpec]) -> np.ndarray:
+    """Joint angles (rad) putting the TCP at ``spec.start`` (IK from ``q0``); ValueError if none."""
+    from orbitree.skills import kinematics as kin
+    from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
+
+    start = spec.start
+    assert start is not None
+    if start.target not in targets:
+        raise ValueError(f"start.target {start.target!r} is not one of the mission's targets")
+    # the target seen from the TCP is the docked relation moved by ``offset`` (tool axes)
+    goal = targets[start.target].pose.matrix() @ SIROM_TCP2TARGET_DOCKED @ np.linalg.inv(start.offset.matrix())
+    q, ok = kin.inverse_kinematics(kin.UR10E, goal, np.array(spec.q0), spec.tool.matrix(),
+                                   tolerance=1e-7, max_iterations=300)
+    if not ok or np.abs(q).max() > 2 * np.pi:
+        raise ValueError(f"start pose {start.offset} relative to {start.target!r} is out of reach")
+    return q
 
 
 def _hardware_device(name: str, spec: RobotSpec, ctx: Context) -> RobotDevice:

@@ -83,6 +83,18 @@ class View(Protocol):
     def finish(self, summary: dict[str, Any]) -> None: ...
 
 
+class GatingView(View, Protocol):
+    """A view that may hold the loop between ticks (the web view's pause, step, breakpoints).
+
+    A view may also list ``blackboard_keys``: glob patterns it needs in its snapshots beyond the
+    mission's ``view.keys`` (the web view plots ``/servo/error``, ``/servo/gain`` and wrenches).
+    """
+
+    def attach(self, node_times: Callable[[], dict], on_hold: Callable[[], None] | None) -> None: ...
+
+    def before_tick(self, n: int) -> float: ...  # blocks while held; returns the seconds held
+
+
 @dataclass
 class RunResult:
     status: str  # SUCCESS, FAILURE or ABORTED
@@ -126,6 +138,9 @@ class Executive:
         self._record_keys: dict[str, bool] = {}
         self._view_keys: dict[str, bool] = {}
         self._view_values: dict[str, Any] = {}
+        self._view_patterns = [
+            *model.view.keys, *(p for v in self.views for p in getattr(v, "blackboard_keys", ()))
+        ]
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -139,7 +154,7 @@ class Executive:
         last_status = [b.status for b in behaviours]
         last_feedback = ["" for _ in behaviours]
         tick_times: list[float] = []
-        phases = {i: 0.0 for i, p in enumerate(self.tree.parents) if p == 0}
+        phases = {i: 0.0 for i in self.tree.phase_ids()}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
         violations: list[dict[str, Any]] = []
@@ -180,7 +195,7 @@ class Executive:
             recorder.write(record)
             if self.views:
                 if dirty:
-                    self._view_values.update(self._values(dirty, self._view_keys, model.view.keys))
+                    self._view_values.update(self._values(dirty, self._view_keys, self._view_patterns))
                 snapshot = Snapshot(
                     n,
                     t,
@@ -206,7 +221,10 @@ class Executive:
             for key, value in model.blackboard.items():
                 self._write(key, value)
             clock.start()
+            gates = self._gates()
             while True:
+                if gates:
+                    self._between_ticks(gates, clock)
                 self.ctx.now = clock.now
                 for driver in self.drivers:
                     for key, value in driver.read(clock.now).items():
@@ -269,6 +287,32 @@ class Executive:
         for view in self.views:
             view.finish(summary)
         return RunResult(status, reason, summary, error)
+
+    # pause / step / breakpoints (views that gate the loop) ---------------------------------
+    def _gates(self) -> list[GatingView]:
+        gates = [v for v in self.views if hasattr(v, "before_tick")]
+        on_hold = self._stop_drivers if self.clock == "wall" else None
+        for gate in gates:
+            gate.attach(self._timer.report_us, on_hold)
+        return gates
+
+    def _between_ticks(self, gates: list[GatingView], clock: SimClock | WallClock) -> None:
+        """Let gating views hold the loop here, between two whole ticks.
+
+        Time held is not mission time: the clock's origin moves by it, so a paused simulation
+        resumes where it stopped (and a realtime one does not race to catch up), and on the wall
+        clock no timeout fires for the pause. On the wall clock (hardware) the drivers are
+        stopped when a hold begins, since a speed command would go on while nothing ticks; the
+        leaves command them again when ticking resumes.
+        """
+        for gate in gates:
+            held = gate.before_tick(clock.ticks)
+            if held:
+                clock._start += held
+
+    def _stop_drivers(self) -> None:
+        for driver in self.drivers:
+            driver.stop()
 
     # ---------------------------------------------------------------------------------------
     def _tick_tree(self) -> None:

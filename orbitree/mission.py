@@ -173,6 +173,23 @@ def check_references(mission: Mission) -> None:
                         f"'{field_name}s:' (declared: {known})",
                     )
                 )
+    targets = mission.model.targets
+    for name, robot in mission.model.robots.items():
+        if robot.start is None:
+            continue
+        where = ("robots", name, "start", "target")
+        if robot.start.target not in targets:
+            known = ", ".join(targets) or "none"
+            errors.append(mission.source.at(
+                where, f"robots.{name}.start: target {robot.start.target!r} is not declared in "
+                f"'targets:' (declared: {known})"))
+            continue
+        from orbitree.devices import start_configuration
+
+        try:
+            start_configuration(robot, targets)
+        except ValueError as error:
+            errors.append(mission.source.at(("robots", name, "start", "offset"), f"robots.{name}.start: {error}"))
     if errors:
         raise MissionError(errors)
 

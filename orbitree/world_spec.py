@@ -11,6 +11,8 @@ robots:
       driver: sim               # sim (rendered) or cv (cv2.VideoCapture)
       mount: {xyz: [0, -0.08, -0.1]}   # camera in the TCP frame (hand-eye result)
       fps: 30 Hz
+    latch: {travel_time: 1 s, hook_force: 60 N}   # the docking hooks (sim: contact model on)
+    start: {target: sirom, offset: {xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}}  # sim
 targets:
   sirom: {board: sirom, pose: {xyz: [0.6, 0.2, 0.0], rpy: [0, 0, 30]}}
 ```
@@ -60,6 +62,21 @@ class LatchSpec(Strict):
     hook_force: Force = Field(60.0, gt=0.0, description="sim: pull of the closed hooks")
 
 
+class StartSpec(Strict):
+    """Start the arm at a misalignment from a target (sim).
+
+    ``offset`` is the misalignment between the active interface and the target as the seed
+    states it: the target's pose in the TCP frame is its docked pose moved by ``offset``
+    (translation along the tool axes, z ahead of the tool; rotation roll-pitch-yaw), so
+    ``{xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}`` puts the target 350 mm ahead of the tool.
+    """
+
+    target: str = Field(description="the target the offset refers to")
+    offset: PoseField = Field(
+        description="target pose relative to its docked pose, in the TCP frame (z: ahead of the tool)"
+    )
+
+
 class RobotSpec(Strict):
     driver: Literal["sim", "ur"] = "sim"
     model: Literal["ur10e"] = "ur10e"
@@ -68,6 +85,9 @@ class RobotSpec(Strict):
         UR10E_HOME_DEG,
         validate_default=True,
         description="sim: initial joints (deg unless units are given)",
+    )
+    start: StartSpec | None = Field(
+        None, description="sim: start pose relative to a target, solved by IK from q0 (overrides q0)"
     )
     tool: PoseField = Field(default_factory=Pose, description="TCP pose in the flange frame")
     camera: CameraSpec | None = None

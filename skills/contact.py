@@ -350,29 +350,33 @@ def _linearise(
 
 
 def solve_deformation(
-    stiffness: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str = "daqp"
+    stiffness: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str = "daqp",
+    load: np.ndarray | None = None,
 ) -> QPSolution:
-    """``argmin ½ eᵀ diag(stiffness) e  s.t.  a e >= b`` with ``a`` (m, 6), ``b`` (m,).
+    """``argmin ½ eᵀ diag(stiffness) e - loadᵀ e  s.t.  a e >= b`` with ``a`` (m, 6), ``b`` (m,).
 
+    ``load`` (6,) is an external wrench applied to the tool in the compliance frame (the pull
+    of closed docking hooks, say); without contacts it deflects the tool by ``K⁻¹ load``.
     Raises :class:`ContactQPError` when the constraints are inconsistent.
     """
     k = check_vector(stiffness, 6, "stiffness")
+    q = np.zeros(6) if load is None else check_vector(load, 6, "load").astype(float)
     a = np.ascontiguousarray(a, dtype=float).reshape(-1, 6)
     b = np.ascontiguousarray(b, dtype=float)
     if b.shape != (len(a),):
         raise ValueError(f"b must have shape ({len(a)},), got {b.shape}")
     if len(a) == 0:
-        return QPSolution(np.zeros(6), np.zeros(0))
+        return QPSolution(q / k, np.zeros(0))
     if solver == "daqp":
         # daqp's default primal tolerance (1e-6) would allow a micrometre of penetration here.
-        x, _, flag, info = daqp.solve(np.diag(k), np.zeros(6), a, np.full(len(b), np.inf), b,
+        x, _, flag, info = daqp.solve(np.diag(k), -q, a, np.full(len(b), np.inf), b,
                                       np.zeros(len(b), dtype=np.intc), primal_tol=_DAQP_TOL)
         if flag not in (1, 2):
             raise ContactQPError(f"daqp exit flag {flag}")
         return QPSolution(np.asarray(x), np.maximum(-np.asarray(info["lam"]), 0.0))
     if solver == "quadprog":
         try:
-            x, _, _, _, lam, _ = quadprog.solve_qp(np.diag(k), np.zeros(6), a.T.copy(), b, 0)
+            x, _, _, _, lam, _ = quadprog.solve_qp(np.diag(k), q, a.T.copy(), b, 0)
         except ValueError as error:
             raise ContactQPError(str(error)) from error
         return QPSolution(x, lam)
@@ -409,29 +413,31 @@ def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float
 
 
 def _qp_step(
-    model: ContactModel, cmd: np.ndarray, real: np.ndarray, contacts: ContactSet
+    model: ContactModel, cmd: np.ndarray, real: np.ndarray, contacts: ContactSet,
+    load: np.ndarray | None = None,
 ) -> tuple[np.ndarray, ContactSet]:
     """Candidate real pose, and the contacts with their distances predicted there."""
     a, b = _linearise(contacts, cmd, real)
     try:
-        e = solve_deformation(model.stiffness, a, b, model.solver).deformation
+        e = solve_deformation(model.stiffness, a, b, model.solver, load).deformation
     except ContactQPError:  # contradictory small penetrations: only forbid deepening them
         e = solve_deformation(model.stiffness, a, b + np.minimum(contacts.distances, 0.0),
-                              model.solver).deformation
+                              model.solver, load).deformation
     return _apply(cmd, e), replace(contacts, distances=a @ e - b)
 
 
 def _settle(
-    model: ContactModel, cmd: np.ndarray, real: np.ndarray
+    model: ContactModel, cmd: np.ndarray, real: np.ndarray, load: np.ndarray | None = None
 ) -> tuple[np.ndarray, ContactSet, int, bool]:
     """Real pose for commanded ``cmd`` (passive frame) from the free pose ``real``.
 
     Returns the pose, its contacts, the QP solves used and whether the pose settled.
     """
+    free = cmd if load is None else _apply(cmd, load / model.stiffness)
     for iteration in range(1, model.max_iterations + 1):
         contacts = _find_contacts(model, real)
-        candidate, predicted = (cmd, contacts) if len(contacts) == 0 else _qp_step(
-            model, cmd, real, contacts)
+        candidate, predicted = (free, contacts) if len(contacts) == 0 else _qp_step(
+            model, cmd, real, contacts, load)
         distance, angle = _gap(real, candidate)
         settled = distance < _SETTLED_M and angle < _SETTLED_RAD
         if not _penetrates(model, candidate):
@@ -468,6 +474,7 @@ def solve_contact(
     passive2base: np.ndarray,
     previous_real_tcp2base: np.ndarray,
     previous_commanded_tcp2base: np.ndarray | None = None,
+    load: np.ndarray | None = None,
 ) -> ContactResult:
     """Real TCP pose and wrist wrench for one commanded pose (all (4, 4), base frame).
 
@@ -479,8 +486,14 @@ def solve_contact(
     zero. The contacts reported are those of the last QP with their distances at the real pose
     as linearised (exact to second order in the last, sub-micrometre, move). If the passive body
     moved since the last call, carry the previous poses along with it (keep their pose relative
-    to the passive) so that the previous real pose stays free.
+    to the passive) so that the previous real pose stays free. ``load`` (6,), in the commanded
+    TCP frame, is an external wrench on the tool besides the contacts (hook pull); the wrench
+    returned is then ``K e`` = load + contact reactions, what the wrist sensor measures.
     """
+    if load is not None:
+        load = check_vector(load, 6, "load").astype(float)
+        if not load.any():
+            load = None
     commanded = check_pose(commanded_tcp2base, "commanded_tcp2base")
     passive2base = check_pose(passive2base, "passive2base")
     base2passive = invert_pose(passive2base)
@@ -493,7 +506,7 @@ def solve_contact(
     cmd = base2passive @ commanded
     iterations, converged = 0, True
     for step in _substeps(model, start, cmd):
-        real, contacts, used, settled = _settle(model, step, real)
+        real, contacts, used, settled = _settle(model, step, real, load)
         iterations, converged = iterations + used, converged and settled
     if real is cmd:
         real_tcp2base, wrench = commanded.copy(), np.zeros(6)
