@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-MISSION ?= missions/demo_checkout.yaml
+MISSION ?= missions/sirom_dock.yaml
 
 .PHONY: run test lint bench clean
 

@@ -9,6 +9,7 @@ YAML::
         max_speed: 100 mm/s
         max_angular_speed: 20 deg/s
         tolerance: 0.001          # stop when the error norm ‖e‖ is below this (m and rad mixed)
+        back_off: 0 mm            # aim this much further out along the target's z (a pre-dock pose)
         lost_after: 500 ms        # FAILURE when the target has not been seen for this long
 
 PBVS (``orbitree.skills.pbvs``): the error between the board pose the camera sees and the pose
@@ -17,7 +18,10 @@ it would see with the TCP at the envelope's aim point (docked, backed off by the
 tick. Between camera frames the board pose in the camera is predicted from the last estimate in
 the base frame (the target is fixed) and the arm's current pose, so the loop runs at the tick
 rate. The approach continues until ``‖e‖ < tolerance``, even after entering the capture range,
-as in the seed. Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
+as in the seed. With ``back_off`` the aim is moved out along the target's z: a first approach to
+a pre-dock pose a few centimetres out keeps the guide petals clear of the receptacle while the
+lateral error is still large (PBVS shrinks every axis at the same rate, so a target far off to
+the side would otherwise be met edge-on), and a second one with no back-off goes in. Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
 from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import AngularSpeed, Duration, Speed
-from orbitree.skills.capture import ENVELOPES, desired_board2cam
+from orbitree.quantities import AngularSpeed, Duration, Length, Speed
+from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.pbvs import camera_to_tcp_twist, camera_velocity, saturate_twist
 
@@ -51,6 +55,7 @@ class ApproachParams(MotionParams):
     acceleration: float = Field(0.5, gt=0.0, description="speed_l acceleration, m/s²")
     tolerance: float = Field(0.001, gt=0.0, description="‖e‖ at which the approach ends")
     lost_after: Duration = Field(0.5, gt=0.0)
+    back_off: Length = Field(0.0, ge=0.0, description="extra distance out along the target's z")
 
 
 class Approach(MotionLeaf):
@@ -74,7 +79,9 @@ class Approach(MotionLeaf):
         self.cam2tcp = self.device.cam2tcp
         g = self.params.gain
         self.gain = AdaptiveGain(g.lambda0, min(g.lambda_inf, g.lambda0), g.slope0)
-        self.desired = desired_board2cam(self.cam2tcp, ENVELOPES[self.params.envelope])
+        aim = aim_tcp2target(ENVELOPES[self.params.envelope])
+        aim[2, 3] += self.params.back_off
+        self.desired = np.linalg.inv(aim @ self.cam2tcp)  # the board as the camera sees it there
 
     def update(self) -> Status:
         t = f"/target/{self.params.target}/"
