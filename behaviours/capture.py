@@ -9,7 +9,9 @@ target frame, mm and deg) is computed from the arm's pose and the latest vision 
 target. Inside the envelope the hooks are closed and the leaf runs until the latch reports
 CLOSED (SUCCESS) or FAULT / ``timeout`` (FAILURE, hooks reopened). Outside it the hooks are not
 touched and the leaf fails at once, naming the axes out of range. The error is written to
-``/capture/error`` and to the run summary (``final_error``, ``in_capture_envelope``).
+``/capture/error`` and to the run summary (``final_error``, ``in_capture_envelope``); in the
+simulated world the summary also gets the error against ground truth (``final_error_true``,
+``in_capture_envelope_true``), which the leaf never acts on.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ class Capture(MotionLeaf):
         self.write("/capture/inside", not self.outside)
         self.ctx.summary["final_error"] = {k: round(v, 4) for k, v in error.as_dict().items()}
         self.ctx.summary["in_capture_envelope"] = not self.outside
+        world = self.ctx.world
+        if world is not None:  # simulation: the error against ground truth, for reports only
+            truth = envelope_error(world.tcp_pose(self.params.robot), world.target_pose(self.params.target))
+            self.ctx.summary["final_error_true"] = {k: round(v, 4) for k, v in truth.as_dict().items()}
+            self.ctx.summary["in_capture_envelope_true"] = not violated_axes(self.envelope, truth)
         self.closing = not self.outside
         if self.closing:
             self.ctx.command(self.params.robot, "latch_close")

@@ -143,6 +143,10 @@ class SimWorld:
         dock.target, dock.real, dock.commanded = target, result.real_tcp2base, commanded
         dock.wrench, dock.contacts = result.wrench_tcp, result.n_active
 
+    def tcp_pose(self, name: str) -> np.ndarray:
+        """Ground truth (4, 4) tcp2world of arm ``name`` (where the arm puts its TCP)."""
+        return self.robots[name].tcp2base()
+
     def tool_pose(self, name: str) -> np.ndarray:
         """Ground truth (4, 4) tool2world of arm ``name`` (differs from its TCP in contact)."""
         dock = self.docking.get(name)
