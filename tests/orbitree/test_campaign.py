@@ -1,0 +1,175 @@
+"""Campaigns: case expansion, seeds, the process pool, failures that must not stop the others."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orbitree.campaign import RunSpec, assignment, load_campaign, plan, run_campaign, run_case
+from orbitree.cli import main
+from orbitree.recorder import read_log
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "missions" / "demo_checkout.yaml"
+DEMO_SWEEP = ROOT / "missions" / "campaigns" / "demo_sweep.yaml"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+def rows_of(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_three_cases_two_cycles_on_two_workers(tmp_path, capsys):
+    campaign = write(
+        tmp_path / "c.yaml",
+        f"""
+        campaign: three
+        mission: {DEMO}
+        workers: 2
+        cycles: 2
+        seed: 7
+        cases:
+          - id: nominal
+          - id: aborted
+            set: {{blackboard./checkout/abort: true}}
+          - id: short
+            set: {{max_duration: 3 s, seed: 20}}
+        """,
+    )
+    out = tmp_path / "out"
+    assert main(["campaign", str(campaign), "-o", str(out), "--no-progress"]) == 1  # not all succeeded
+    rows = rows_of(out / "summary.csv")
+    got = [(r["run"], r["case"], r["cycle"], r["seed"], r["status"], r["reason"], r["sim_time_s"]) for r in rows]
+    assert got == [
+        ("nominal.0", "nominal", "0", "7", "SUCCESS", "tree returned SUCCESS", "4.44"),
+        ("nominal.1", "nominal", "1", "8", "SUCCESS", "tree returned SUCCESS", "4.44"),
+        # the guard fails at once after the 2 s warm-up
+        ("aborted.0", "aborted", "0", "7", "FAILURE", "tree returned FAILURE", "2.0"),
+        ("aborted.1", "aborted", "1", "8", "FAILURE", "tree returned FAILURE", "2.0"),
+        # the case's own seed wins over the campaign's; 3 s at 50 Hz ends after tick 149
+        ("short.0", "short", "0", "20", "FAILURE", "max_duration 3 s reached", "2.98"),
+        ("short.1", "short", "1", "21", "FAILURE", "max_duration 3 s reached", "2.98"),
+    ]
+    assert [float(r["phase_s.warm-up"]) for r in rows] == [2.0] * 6
+    assert rows[0]["ticks"] == "223" and rows[0]["final_error"] == "" and rows[0]["safety_violations"] == "[]"
+    assert rows[2]["overrides"] == "seed=7; blackboard./checkout/abort=true"
+    for row in rows:  # one log per run, with the run's seed and outcome
+        log = read_log(out / row["log"])
+        assert log.header["seed"] == int(row["seed"])
+        assert log.footer["summary"]["status"] == row["status"]
+        assert float(row["wall_time_s"]) > 0.0
+
+    aggregate = json.loads((out / "campaign.json").read_text())
+    assert aggregate["runs"] == aggregate["planned_runs"] == 6 and aggregate["cases"] == 3
+    assert aggregate["statuses"] == {"SUCCESS": 2, "FAILURE": 4}
+    assert aggregate["success_rate"] == pytest.approx(1 / 3, abs=1e-4)
+    assert aggregate["wall_time_s"]["total"] == pytest.approx(sum(float(r["wall_time_s"]) for r in rows), abs=0.01)
+    assert aggregate["worst_final_error"] is None and aggregate["envelope"] is None
+    assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "wall_time.png").stat().st_size > 0
+    assert not (out / "final_error.png").exists()  # no capture step: skipped, with a note
+    assert "no run has a final error" in (out / "index.md").read_text()
+    printed = capsys.readouterr().out
+    assert "33.3 %" in printed and "6 of 6 (3 cases × 2 cycles)" in printed
+
+
+def flaky_runner(spec: RunSpec) -> dict:
+    """A runner for the pool (module level, so it pickles): one case raises, one kills its worker."""
+    if spec.case == "boom":
+        raise RuntimeError("boom in a leaf")
+    if spec.case == "die":
+        os._exit(3)  # as a segfault in a native library would
+    return run_case(spec)
+
+
+def test_a_raising_case_and_a_dying_worker_do_not_stop_the_others(tmp_path):
+    campaign = write(
+        tmp_path / "c.yaml",
+        f"""
+        campaign: flaky
+        mission: {DEMO}
+        cases: [{{id: first}}, {{id: boom}}, {{id: die}}, {{id: last}}]
+        """,
+    )
+    out = tmp_path / "out"
+    result = run_campaign(load_campaign(campaign), out, workers=2, runner=flaky_runner, progress=False)
+    by_case = {row["case"]: row for row in result.rows}
+    assert [row["case"] for row in result.rows] == ["first", "boom", "die", "last"]
+    assert {case: row["status"] for case, row in by_case.items()} == {
+        "first": "SUCCESS",
+        "boom": "error",
+        "die": "error",
+        "last": "SUCCESS",
+    }
+    assert by_case["boom"]["reason"] == "RuntimeError: boom in a leaf"
+    assert "RuntimeError: boom in a leaf" in (out / "runs" / "boom.0.error.txt").read_text()
+    assert by_case["die"]["reason"].startswith("worker process died")
+    assert not result.ok and not result.interrupted
+    assert [r["status"] for r in rows_of(out / "summary.csv")] == ["SUCCESS", "error", "error", "SUCCESS"]
+
+
+BAD_CAMPAIGNS = [
+    ("campaign: x\nmission: {demo}\ncycels: 3\n", "3:1: unknown key 'cycels'; did you mean 'cycles'?"),
+    ("campaign: x\nmission: {demo}\nworkers: 0\n", "3:10: workers: Input should be greater than or equal to 1"),
+    ("campaign: x\nmission: nowhere.yaml\n", "2:10: mission: no such file"),
+    ("campaign: x\nmission: {demo}\nenvelope: sirum\n", "3:11: envelope: unknown envelope 'sirum'; known: sirom"),
+    (
+        "campaign: x\nmission: {demo}\ncases:\n  - id: a\n    set: {{rate_hz: -5 Hz}}\n",
+        "5:20: rate_hz: Input should be greater than 0",
+    ),
+    (
+        "campaign: x\nmission: {demo}\ngrid:\n"
+        "  tree.sequence.children.1.parallel.policy:\n    - all\n    - most\n",
+        "6:7: checkout/parallel: policy: Input should be 'all', 'one' or 'selected', got 'most'",
+    ),
+    ("campaign: x\nmission: {demo}\ncases: [{{id: a}}, {{id: a}}]\n", "3:23: cases[1]: duplicate case id 'a'"),
+    ("campaign: x\nmission: {demo}\ncases: [{{id: a/b}}]\n", "3:14: cases[0].id: String should match pattern"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD_CAMPAIGNS)
+def test_bad_campaign_file_is_reported_at_file_line_col_with_exit_2(tmp_path, capsys, text, expected):
+    campaign = tmp_path / "bad.yaml"
+    campaign.write_text(text.format(demo=DEMO), encoding="utf-8")
+    assert main(["campaign", str(campaign), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{campaign}:{expected}" in err, err
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_shipped_demo_sweep_expands_cases_grid_seeds_and_override_order():
+    campaign = load_campaign(DEMO_SWEEP, ["max_duration=10 s"])
+    assert [c.id for c in campaign.cases] == [
+        "nominal-g1", "nominal-g2", "aborted-g1", "aborted-g2", "short-budget-g1", "short-budget-g2"
+    ]
+    # mission file < campaign seed < campaign set < command line < case set < grid point
+    assert campaign.cases[5].overrides == (
+        "seed=1", "max_duration=30 s", "max_duration=10 s", "max_duration=3 s", "rate_hz=125 Hz"
+    )
+    runs = plan(campaign, "out", limit=2)
+    assert [(r.run_id, r.seed) for r in runs] == [
+        ("nominal-g1.0", 1), ("nominal-g1.1", 2), ("nominal-g2.0", 1), ("nominal-g2.1", 2)
+    ]
+    assert runs[0].log == str(Path("out") / "runs" / "nominal-g1.0.jsonl")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["60 s", "true", True, 3, 0.25, None, [0.6, "200 mm", 0], {"xyz": [0.6, 0.2, 0.0], "rpy": [0, 0, "30 deg"]},
+     [{"at": "12 s", "kind": "camera_dropout", "for": "2 s"}]],
+)
+def test_an_override_value_survives_the_round_trip_through_set_syntax(value):
+    key, _, text = assignment("a.b", value).partition("=")
+    assert key == "a.b" and "\n" not in text
+    assert yaml.safe_load(text) == value
