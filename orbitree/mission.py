@@ -18,6 +18,7 @@ from orbitree.control import TreeRef
 from orbitree.errors import Diagnostic, MissionError
 from orbitree.quantities import BlackboardKey, Duration, Frequency, SIValue
 from orbitree.registry import Registry, default_registry
+from orbitree.safety import SafetySpec
 from orbitree.spec import NodeSpec, Parser, Scope, pydantic_diagnostics
 from orbitree.world_spec import RobotSpec, TargetSpec
 from orbitree.yamlsrc import Source, load_file
@@ -52,6 +53,7 @@ class MissionModel(BaseModel):
     )
     robots: dict[str, RobotSpec] = Field({}, description="arms, each with its camera and F/T sensor")
     targets: dict[str, TargetSpec] = Field({}, description="targets, each carrying a marker board")
+    safety: SafetySpec = Field(SafetySpec(), description="limits checked after every tick, and the recovery")
     record: RecordSpec = RecordSpec()
     view: ViewSpec = ViewSpec()
     tree: TreeRef
@@ -65,13 +67,16 @@ class Mission:
     file: Path
     source: Source
     writers: dict[str, list[str]] = field(default_factory=dict)
+    recovery: NodeSpec | None = None  # the tree run after a safety violation (safety.recovery)
 
     @property
     def name(self) -> str:
         return self.model.mission
 
     def nodes(self) -> list[NodeSpec]:
-        return list(self.root.walk())
+        """Every node of the mission tree, then of the recovery tree."""
+        recovery = list(self.recovery.walk()) if self.recovery is not None else []
+        return [*self.root.walk(), *recovery]
 
 
 def apply_override(data: dict[str, Any], source: Source, assignment: str) -> list[Diagnostic]:
@@ -145,13 +150,17 @@ def load_mission(
     parser._include_stack.append(file.resolve())
     scope = Scope(data.get("subtrees") or {}, source, file.resolve())
     root = parser.node(data["tree"], ("tree",), scope, "")
+    recovery = None
+    safety = data.get("safety")
+    if isinstance(safety, dict) and isinstance(safety.get("recovery"), str):
+        recovery = parser.node({"subtree": safety["recovery"]}, ("safety", "recovery"), scope, "")
     for name, raw in scope.subtrees.items():  # report mistakes in unused subtrees too
         if (id(scope), name) not in parser.expanded:
             parser.node(raw, ("subtrees", name), scope, "", default_name=name)
     errors.extend(parser.errors)
     if errors or root is None or model is None:
         raise MissionError(errors)
-    mission = Mission(model, root, file, source)
+    mission = Mission(model, root, file, source, recovery=recovery)
     check_references(mission)
     mission.writers = check_writers(mission)
     return mission
@@ -161,7 +170,7 @@ def check_references(mission: Mission) -> None:
     """Robots and targets named by leaves must be declared in 'robots:' / 'targets:'."""
     declared = {"robot": mission.model.robots, "target": mission.model.targets}
     errors = []
-    for spec in mission.root.walk():
+    for spec in mission.nodes():
         for field_name, names in declared.items():
             wanted = getattr(spec.params, field_name, None)
             if isinstance(wanted, str) and wanted not in names:
@@ -202,8 +211,10 @@ def check_writers(mission: Mission) -> dict[str, list[str]]:
     for name, robot in mission.model.robots.items():
         for key in robot.keys(name):
             writers.setdefault(key, []).append(f"robot {name}")
+    if mission.model.robots:
+        writers.setdefault("/safety/violations", []).append("safety monitor")
     readers: list[tuple[NodeSpec, str]] = []
-    for spec in mission.root.walk():
+    for spec in mission.nodes():
         for key in _node_writes(spec):
             writers.setdefault(key, []).append(spec.name)
         readers.extend((spec, key) for key in _node_reads(spec))

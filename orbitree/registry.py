@@ -16,10 +16,12 @@ from orbitree.behaviours.admittance_dock import AdmittanceDock
 from orbitree.behaviours.approach import Approach
 from orbitree.behaviours.capture import Capture
 from orbitree.behaviours.condition import Condition
+from orbitree.behaviours.latch import Latch
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
 from orbitree.behaviours.perceive import Perceive
 from orbitree.behaviours.relocate import Relocate
+from orbitree.behaviours.retract import Retract
 from orbitree.behaviours.search import Search
 from orbitree.behaviours.set_value import SetValue
 from orbitree.behaviours.wait import Wait
@@ -39,6 +41,8 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     Approach,
     Capture,
     AdmittanceDock,
+    Latch,
+    Retract,
 )
 
 

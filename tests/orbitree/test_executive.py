@@ -133,7 +133,8 @@ def test_safety_hook_violation_stops_drivers_and_aborts(tmp_path):
     )
     assert result.status == "ABORTED"
     assert result.reason == "safety: TCP speed 0.04 m/s above 0.03 m/s"
-    assert driver.calls == ["setup", "stop", "shutdown"]
+    # stopped in the violation's tick (overriding its commands), and again when halting
+    assert driver.calls == ["setup", "stop", "stop", "shutdown"]
     assert result.summary["safety_violations"][0]["check"] == "tcp_speed"
     assert terminations(log) == ["move:INVALID"]
 

@@ -1,0 +1,58 @@
+"""``retract``: back the tool away from the target along its own axis.
+
+YAML::
+
+    - retract: {robot: arm, distance: 100 mm, speed: 50 mm/s}
+
+A straight ``move_l`` of ``distance`` along the TCP's −z (out of the passive interface), from
+the pose the arm has when the leaf starts; SUCCESS when the move is done, FAILURE if the arm
+is in a protective stop. Halting it stops the arm. For recovery branches: open the hooks
+first (``latch: {action: open}``), or the arm pulls on a captured target.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import py_trees
+from pydantic import Field
+
+from orbitree.motion import MotionLeaf, MotionParams
+from orbitree.quantities import Length, Speed
+
+Status = py_trees.common.Status
+
+
+class RetractParams(MotionParams):
+    distance: Length = Field(0.1, gt=0.0)
+    speed: Speed = Field(0.05, gt=0.0)
+    acceleration: float = Field(0.5, gt=0.0, description="m/s²")
+
+
+class Retract(MotionLeaf):
+    kind = "retract"
+    Params = RetractParams
+    params: RetractParams
+
+    @classmethod
+    def reads(cls, params: RetractParams) -> list[str]:
+        return [f"/robot/{params.robot}/tcp_pose", f"/robot/{params.robot}/protective_stop"]
+
+    def initialise(self) -> None:
+        self.started = False
+
+    def update(self) -> Status:
+        if self.read(self.robot_key("protective_stop")):
+            self.feedback_message = "protective stop: not retracting"
+            return Status.FAILURE
+        if not self.started:
+            goal = np.array(self.read(self.robot_key("tcp_pose")), dtype=float)
+            goal[:3, 3] -= goal[:3, 2] * self.params.distance
+            self.robot.move_l(goal, self.params.speed, self.params.acceleration)
+            self.moving = self.started = True
+            self.feedback_message = f"retracting {self.params.distance * 1e3:.0f} mm"
+            return Status.RUNNING
+        if not self.robot.motion_done():
+            return Status.RUNNING
+        self.moving = False
+        self.feedback_message = "retracted"
+        return Status.SUCCESS
