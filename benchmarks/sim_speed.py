@@ -1,0 +1,79 @@
+"""Simulated-to-wall time ratio of the flagship mission (missions/sirom_dock.yaml).
+
+Runs the docking mission from the seed's example misalignment on the simulated clock, as fast
+as the CPU allows, several times, and prints per run the mission time, the wall time and their
+ratio (above 1: faster than real time), then the medians. A second table splits the wall time
+of one run by where it goes (rendering, marker detection and pose estimation, contact model,
+everything else), measured with cProfile on a separate run so the timed runs stay unperturbed.
+
+    python benchmarks/sim_speed.py [--runs 3] [--no-profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import time
+from pathlib import Path
+
+from orbitree.executive import Executive
+from orbitree.mission import load_mission
+
+MISSION = Path(__file__).resolve().parents[1] / "missions" / "sirom_dock.yaml"
+SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
+PARTS = {  # cumulative time of these functions, by part
+    "render (sim camera)": ("sim_camera.py", "render"),
+    "perception (detect, refine, PnP)": ("board.py", "estimate_board_pose"),
+    "contact model": ("contact.py", "solve_contact"),
+    "tree tick (leaves, perception included)": ("executive.py", "_tick_tree"),
+}
+
+
+def run_once(seed: int) -> tuple[float, float, str]:
+    mission = load_mission(MISSION, [SEED_START])
+    started = time.perf_counter()
+    result = Executive(mission, seed=seed).run()
+    return result.summary["sim_time_s"], time.perf_counter() - started, result.status
+
+
+def profile_once() -> dict[str, float]:
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    run_once(0)
+    profiler.disable()
+    total = time.perf_counter() - started
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
+    parts = {"total": total}
+    for label, (file, name) in PARTS.items():
+        parts[label] = sum(v[3] for k, v in stats.items() if k[0].endswith(file) and k[2] == name)
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-profile", action="store_true")
+    args = parser.parse_args()
+    sims, walls, ratios = [], [], []
+    print(f"{'run':>4} {'status':>8} {'sim s':>8} {'wall s':>8} {'sim/wall':>9}")
+    for i in range(args.runs):
+        sim, wall, status = run_once(seed=i + 1)
+        sims.append(sim)
+        walls.append(wall)
+        ratios.append(sim / wall)
+        print(f"{i + 1:>4} {status:>8} {sim:>8.2f} {wall:>8.2f} {sim / wall:>9.2f}")
+    print(f"median: sim {statistics.median(sims):.2f} s, wall {statistics.median(walls):.2f} s, "
+          f"sim/wall {statistics.median(ratios):.2f}")
+    if not args.no_profile:
+        parts = profile_once()
+        total = parts.pop("total")
+        print(f"\nwhere the wall time of one profiled run goes ({total:.1f} s under cProfile):")
+        for label, seconds in parts.items():
+            print(f"  {label:<34} {seconds:7.2f} s  {100 * seconds / total:5.1f} %")
+
+
+if __name__ == "__main__":
+    main()
