@@ -302,6 +302,11 @@ class SimRobot:
     def cam2tcp(self) -> np.ndarray:
         return self._cam2tcp.copy()
 
+    def read_truth(self) -> tuple[np.ndarray, np.ndarray]:
+        """(TCP twist (6,), TCP position (3,)) in the base frame, exact (reports only)."""
+        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        return jacobian @ self._qd, tcp2base[:3, 3]
+
     def tcp2base(self) -> np.ndarray:
         """TCP pose (4, 4) in the base frame (no sensor read, no noise drawn)."""
         return kin.forward_kinematics(self._table, self._q, self._tool)

@@ -62,6 +62,10 @@ class SimWorld:
     latches: dict[str, SimLatch] = field(default_factory=dict)  # by robot name
     table_height: float | None = None
     docking: dict[str, Docking] = field(default_factory=dict)  # by robot name
+    peaks: dict[str, float] = field(default_factory=lambda: {"force_n": 0.0, "speed_mps": 0.0})
+    workspace_box: tuple[np.ndarray, np.ndarray] | None = None
+    """Ground-truth peaks for reports: contact force on the tool, TCP speed, distance out of
+    ``workspace_box`` (set by the executive from the mission's ``safety.workspace``)."""
 
     def add_robot(
         self, robot: SimRobot, camera: SimCamera | None = None, latch: SimLatch | None = None,
@@ -107,6 +111,16 @@ class SimWorld:
             latch.step(dt)
         for name, dock in self.docking.items():
             self._contact(name, dock)
+            self.peaks["force_n"] = max(self.peaks["force_n"], float(np.linalg.norm(dock.wrench[:3])))
+        for robot in self.robots.values():
+            state = robot.read_truth() if hasattr(robot, "read_truth") else None
+            twist, xyz = (state if state is not None else (None, None))
+            if twist is not None:
+                self.peaks["speed_mps"] = max(self.peaks["speed_mps"], float(np.linalg.norm(twist[:3])))
+            if xyz is not None and self.workspace_box is not None:
+                low, high = self.workspace_box
+                out = float(np.max(np.maximum(low - xyz, xyz - high)))
+                self.peaks["workspace_exit_m"] = max(self.peaks.get("workspace_exit_m", 0.0), out)
         self.time += dt
         for camera in self.cameras.values():
             camera.step(self.time)

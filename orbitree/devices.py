@@ -60,6 +60,7 @@ class RobotDevice:
         self._prefix = f"/robot/{self.name}/"
         self.max_tcp_speed = 0.0
         self.max_force = 0.0
+        self._wrench_stamp: float | None = None
 
     def keys(self) -> list[str]:
         return self.spec.keys(self.name)
@@ -81,7 +82,9 @@ class RobotDevice:
             p + "protective_stop": state.protective_stop,
         }
         self.max_tcp_speed = max(self.max_tcp_speed, float(np.linalg.norm(state.tcp_twist[:3])))
-        if self.spec.ft:
+        if self.spec.ft and state.wrench_stamp != self._wrench_stamp:
+            # a reading the sensor did not renew (ft_dropout) is not re-stamped: the key goes stale
+            self._wrench_stamp = state.wrench_stamp
             out[p + "wrench"] = state.wrench
             self.max_force = max(self.max_force, float(np.linalg.norm(state.wrench[:3])))
         if self.camera is not None:
@@ -137,6 +140,16 @@ class SimWorldDevice:
 
     def shutdown(self) -> None:
         pass
+
+    def summary(self) -> dict[str, float]:
+        """Ground truth the sensors may not tell (a biased or dropped-out wrist sensor): the
+        peak contact force on the tool, TCP speed and distance out of the safety workspace."""
+        peaks = self.world.peaks
+        out = {"true_max_contact_force_n": round(peaks["force_n"], 4),
+               "true_max_tcp_speed_mps": round(peaks["speed_mps"], 6)}
+        if "workspace_exit_m" in peaks:
+            out["true_workspace_exit_m"] = round(peaks["workspace_exit_m"], 6)
+        return out
 
 
 def is_simulated(robots: dict[str, RobotSpec]) -> bool:

@@ -31,6 +31,8 @@ from orbitree.build import BuiltTree, build_tree
 from orbitree.clock import SimClock, WallClock
 from orbitree.context import Context
 from orbitree.devices import build_devices, is_simulated
+from orbitree.drivers.interfaces import DriverDisconnected
+from orbitree.faults import FaultInjector, substitute_leaves
 from orbitree.mission import Mission
 from orbitree.recorder import FORMAT, Recorder
 from orbitree.safety import MOTION_KINDS, SafetyMonitor, stop_all
@@ -130,12 +132,20 @@ class Executive:
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
         py_trees.blackboard.Blackboard.clear()
-        self.tree = build_tree(self.mission.root, self.ctx)
+        # fault injection (orbitree/faults.py): stubs for substituted leaves, then the
+        # injector wraps the arms' drivers and the nodes a tick_overrun names
+        self.tree = build_tree(substitute_leaves(self.mission.root, model.substitute, self.ctx), self.ctx)
+        self.injector = FaultInjector(model.faults, seed=seed)
+        self.injector.install(self.ctx, self.drivers, self.tree, simulated=self.clock == "sim")
+        self._disconnected: set[str] = set()  # drivers whose read raised DriverDisconnected
         # safety monitor (after any hooks given) and the recovery tree it hands control to
         self.recovery = build_tree(self.mission.recovery, self.ctx) if self.mission.recovery else None
         self._recovering: dict[str, Any] | None = None
         if model.robots:
             self.safety = [*self.safety, SafetyMonitor(model.safety, list(model.robots))]
+            box = model.safety.workspace
+            if self.ctx.world is not None and box is not None:
+                self.ctx.world.workspace_box = (np.array(box.min), np.array(box.max))
         self._timer = TimingVisitor(self.tree.behaviours)
         self._bt = py_trees.trees.BehaviourTree(self.tree.root)
         self._writer = py_trees.blackboard.Client(name="executive")
@@ -166,7 +176,7 @@ class Executive:
         started = time.monotonic()
         violations: list[dict[str, Any]] = []
 
-        def record_tick(n: int, t: float, tick_ms: float) -> None:
+        def record_tick(n: int, t: float, tick_ms: float) -> dict[int, str]:
             statuses = [b.status for b in behaviours]
             feedback = [b.feedback_message for b in behaviours]
             changed = {
@@ -219,6 +229,7 @@ class Executive:
                 )
                 for view in self.views:
                     view.publish(snapshot)
+            return changed
 
         recorder.open()
         header = self._header()
@@ -240,8 +251,19 @@ class Executive:
                 if gates:
                     self._between_ticks(gates, clock)
                 self.ctx.now = clock.now
+                self.injector.before_tick(clock.now)
                 for driver in self.drivers:
-                    for key, value in driver.read(clock.now).items():
+                    try:
+                        readings = driver.read(clock.now)
+                    except DriverDisconnected as exc:  # its blackboard values go stale
+                        if driver.name not in self._disconnected:
+                            self._disconnected.add(driver.name)
+                            self.ctx.event("driver_disconnected", driver=driver.name, error=str(exc))
+                        continue
+                    if driver.name in self._disconnected:
+                        self._disconnected.discard(driver.name)
+                        self.ctx.event("driver_reconnected", driver=driver.name)
+                    for key, value in readings.items():
                         self._write(key, value)
                 t0 = time.perf_counter()
                 if self._recovering is None:
@@ -275,7 +297,8 @@ class Executive:
                                 hook.enter_recovery(fresh)
                         self.ctx.event("recovery", phase="start", subtree=self.mission.model.safety.recovery)
                         fresh = []
-                record_tick(clock.ticks, clock.now, tick_ms)
+                changed = record_tick(clock.ticks, clock.now, tick_ms)
+                self.injector.after_tick(clock.now, changed)
                 root_status = self.tree.root.status
                 if fresh:
                     first = violations[0].get("message", violations[0])
@@ -311,6 +334,7 @@ class Executive:
             reason = f"{culprit}raised {type(exc).__name__}: {exc}"
             error = "".join(traceback.format_exception(exc))
         finally:
+            self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             halted = self._halt()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
@@ -450,7 +474,7 @@ class Executive:
             "max_contact_force_n": None,
             "max_tcp_speed_mps": None,
             "phase_s": {self.tree.specs[i].name: round(s, 6) for i, s in phases.items()},
-            "faults": [],
+            "faults": self.injector.records,
             "safety_violations": violations,
         }
         for driver in self.drivers:
