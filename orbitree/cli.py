@@ -43,12 +43,24 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log", type=Path, help="write the JSON-lines mission log here")
     run.add_argument("--summary", type=Path, help="write the run summary (JSON) here")
     run.add_argument(
-        "--view", choices=["none", "terminal"], help="live view (default: terminal on a tty)"
+        "--view", choices=["none", "terminal", "web"], help="live view (default: terminal on a tty)"
     )
     run.add_argument("--seed", type=int, help="seed of the run (default: the mission's 'seed')")
     run.add_argument(
         "--realtime", action="store_true", help="pace the simulated clock to the wall clock"
     )
+    _web_options(run)
+    run.add_argument(
+        "--hold", action="store_true", help="web view: keep serving after the run until Ctrl-C"
+    )
+
+    replay = sub.add_parser("replay", help="show a mission log in a view, with a time slider")
+    replay.add_argument("log", type=Path, help="mission log (JSON lines) written by run --log")
+    replay.add_argument("--view", choices=["web", "terminal"], default="web")
+    replay.add_argument(
+        "--speed", type=float, default=1.0, help="playback speed (mission seconds per second)"
+    )
+    _web_options(replay)
 
     validate = sub.add_parser("validate", help="check mission files; exit 0 or 2")
     validate.add_argument("missions", type=Path, nargs="+")
@@ -61,12 +73,44 @@ def _parser() -> argparse.ArgumentParser:
     tree.add_argument("mission", type=Path)
     tree.add_argument("--format", choices=["ascii", "dot"], default="ascii")
     with_set(tree)
+
+    campaign = sub.add_parser("campaign", help="run a mission many times on a process pool")
+    campaign.add_argument("campaign", type=Path, help="campaign file (YAML)")
+    campaign.add_argument("-o", "--output", type=Path, required=True, help="output directory")
+    campaign.add_argument("--workers", type=_positive, help="worker processes (default: the file's, or CPUs)")
+    campaign.add_argument("--limit", type=_positive, help="run only the first N cases")
+    campaign.add_argument("--no-progress", action="store_true", help="no progress bar")
+    with_set(campaign)
+
+    report = sub.add_parser("report", help="plots of a mission log or a campaign directory")
+    report.add_argument("source", type=Path, help="mission log (JSON lines) or campaign directory")
+    report.add_argument("-o", "--output", type=Path, required=True, help="output directory")
     return parser
+
+
+def _web_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--host", help="web view: interface to serve on (default 127.0.0.1: this machine only)"
+    )
+    p.add_argument("--port", type=int, default=8765, help="web view: port (0: any free port)")
+    p.add_argument(
+        "--paused", action="store_true", help="web view: start paused (set breakpoints first)"
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"run": _run, "validate": _validate, "schema": _schema, "tree": _tree}[args.command]
+    handlers = {"run": _run, "validate": _validate, "schema": _schema, "tree": _tree}
+    handlers |= {"campaign": _campaign, "report": _report}
+    handlers |= {"replay": _replay}
+    handler = handlers[args.command]
     try:
         return handler(args)
     except MissionError as exc:
@@ -85,6 +129,18 @@ def _run(args: argparse.Namespace) -> int:
         from orbitree.views.terminal import TerminalView
 
         views.append(TerminalView())
+    web = None
+    if view_name == "web":
+        from orbitree.views.web import WebView, print_url
+
+        web = WebView(args.host, args.port, paused=args.paused, hold=args.hold)
+        try:
+            url = web.listen()
+        except OSError as exc:
+            print(f"orbitree: cannot serve the web view on port {args.port}: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print_url(url, f"web view of {mission.name}")
+        views.append(web)
 
     def on_sigterm(signum: int, frame: Any) -> None:
         raise Interrupted()
@@ -113,6 +169,10 @@ def _run(args: argparse.Namespace) -> int:
             f"orbitree: mission aborted: {result.reason}; the tree was halted and every driver stopped{where}",
             file=sys.stderr,
         )
+    if web is not None and args.hold:
+        print(f"orbitree: the run is over; still serving {web.url} until Ctrl-C", flush=True)
+        web.serve_until_interrupted()
+        web.close()
     return EXIT_OK if result.status == "SUCCESS" else EXIT_FAILED
 
 
@@ -148,6 +208,66 @@ def _tree(args: argparse.Namespace) -> int:
 
     mission = load_mission(args.mission, args.overrides)
     print(ascii_tree(mission.root) if args.format == "ascii" else dot_tree(mission.root))
+    return EXIT_OK
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from orbitree.recorder import read_log
+
+    try:
+        log = read_log(args.log)
+    except (OSError, ValueError) as exc:
+        print(f"orbitree replay: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not args.speed > 0:
+        print(f"orbitree replay: --speed must be > 0, got {args.speed:g}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.view == "terminal":
+        from orbitree.views.replay import replay_terminal
+
+        replay_terminal(log, args.speed)
+        return EXIT_OK
+    from orbitree.views.web import ReplayWebView, print_url
+
+    view = ReplayWebView(log, args.host, args.port, speed=args.speed, paused=args.paused)
+    try:
+        url = view.listen()
+    except OSError as exc:
+        print(f"orbitree: cannot serve the web view on port {args.port}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print_url(url, f"replay of {log.header.get('mission')} ({len(log.ticks)} ticks)")
+    try:
+        view.serve_until_interrupted()
+    finally:
+        view.close()
+    return EXIT_OK
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    from orbitree.campaign import load_campaign, print_table, run_campaign
+
+    campaign = load_campaign(args.campaign, args.overrides)
+    result = run_campaign(
+        campaign, args.output, workers=args.workers, limit=args.limit, progress=not args.no_progress
+    )
+    print_table(result)
+    print(f"{campaign.name}: {len(result.rows)} runs; results in {args.output}/summary.csv")
+    if result.interrupted:
+        return 130
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _report(args: argparse.Namespace) -> int:
+    from orbitree.report import report
+
+    try:
+        result = report(args.source, args.output)
+    except (OSError, ValueError) as exc:
+        print(f"orbitree report: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for figure in result.figures:
+        print(f"{figure.file}" if figure.file else f"{figure.name}: {figure.note}")
+    print(result.index)
     return EXIT_OK
 
 
