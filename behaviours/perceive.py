@@ -84,9 +84,12 @@ class Perceive(Leaf):
     def _estimate(self, frame) -> None:
         previous = self.read(self.keys["pose_cam"])
         prior = previous.matrix if previous is not None and self.visible else None
+        noise = frame.meta.get("corner_noise_px", 0.0)  # the pose_noise fault (orbitree.faults)
         found = estimate_board_pose(
             frame.image, self.camera_matrix, self.dist, self.board,
             config=self.config, prior_board2cam=prior, detector=self.detector,
+            corner_noise_px=noise,
+            rng=np.random.default_rng(frame.meta.get("corner_noise_seed")) if noise else None,
         )
         if found is None or found.reprojection_error_px > self.params.max_reprojection_px:
             self.visible = False

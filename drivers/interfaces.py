@@ -37,6 +37,21 @@ class RobotState:
     wrench: np.ndarray  # (6,) wrist force/torque in the TCP frame, N and N·m
     protective_stop: bool = False
     moving: bool = False  # a move_l / move_j started by the caller has not finished
+    # when the F/T sensor took ``wrench`` (s); None means ``stamp``. A sensor that stopped
+    # delivering (the ft_dropout fault) repeats its last wrench with its old stamp.
+    wrench_stamp: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.wrench_stamp is None:
+            object.__setattr__(self, "wrench_stamp", self.stamp)
+
+
+class DriverDisconnected(ConnectionError):
+    """A driver lost its connection: every call raises this until it is reconnected.
+
+    The executive skips the readings of a disconnected device (its blackboard values go stale);
+    a motion command raises it into the leaf that sent it.
+    """
 
 
 @runtime_checkable

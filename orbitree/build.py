@@ -45,13 +45,19 @@ class BuiltTree:
         return out
 
 
-    def phase_ids(self) -> list[int]:
+    def phase_ids(self, names: list[str] | None = None) -> list[int]:
         """Node ids of the mission's top-level phases (the summary's ``phase_s``).
 
-        The children of the root; when the root is a ``parallel`` whose outcome is one selected
+        The nodes ``names`` (the mission's ``phases:``, first node of each name) when given; else
+        the children of the root; when the root is a ``parallel`` whose outcome is one selected
         composite (a mission running a perception leaf beside its main sequence), the children
         of that composite instead, and so on down.
         """
+        if names:
+            first = {}
+            for i, spec in enumerate(self.specs):
+                first.setdefault(spec.name, i)
+            return [first[n] for n in names if n in first]
         node = 0
         while self.specs[node].kind == "parallel":
             params = self.specs[node].params

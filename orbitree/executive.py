@@ -171,7 +171,7 @@ class Executive:
         last_status = [b.status for b in behaviours]
         last_feedback = ["" for _ in behaviours]
         tick_times: list[float] = []
-        phases = {i: 0.0 for i in self.tree.phase_ids()}
+        phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
         violations: list[dict[str, Any]] = []

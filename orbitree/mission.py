@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orbitree.control import TreeRef
 from orbitree.errors import Diagnostic, MissionError
+from orbitree.faults import FaultSpec, SubstituteSpec, fault_diagnostics
 from orbitree.quantities import BlackboardKey, Duration, Frequency, SIValue
 from orbitree.registry import Registry, default_registry
 from orbitree.safety import SafetySpec
@@ -53,11 +54,18 @@ class MissionModel(BaseModel):
     )
     robots: dict[str, RobotSpec] = Field({}, description="arms, each with its camera and F/T sensor")
     targets: dict[str, TargetSpec] = Field({}, description="targets, each carrying a marker board")
+    phases: list[str] | None = Field(
+        None, description="names of the nodes timed as the mission's phases (summary phase_s)"
+    )
     safety: SafetySpec = Field(SafetySpec(), description="limits checked after every tick, and the recovery")
     record: RecordSpec = RecordSpec()
     view: ViewSpec = ViewSpec()
     tree: TreeRef
     subtrees: dict[str, TreeRef] = Field({}, description="named subtrees, used as 'subtree: name'")
+    faults: list[FaultSpec] = Field([], description="fault schedule: {at | when, kind, for, ...} (see README)")
+    substitute: list[SubstituteSpec] = Field(
+        [], description="leaves replaced by stubs: {match | kind, status, after}"
+    )
 
 
 @dataclass
@@ -162,6 +170,7 @@ def load_mission(
         raise MissionError(errors)
     mission = Mission(model, root, file, source, recovery=recovery)
     check_references(mission)
+    check_faults(mission)
     mission.writers = check_writers(mission)
     return mission
 
@@ -182,6 +191,10 @@ def check_references(mission: Mission) -> None:
                         f"'{field_name}s:' (declared: {known})",
                     )
                 )
+    names = {spec.name for spec in mission.root.walk()}
+    for i, phase in enumerate(mission.model.phases or ()):
+        if phase not in names:
+            errors.append(mission.source.at(("phases", i), f"phases: no node is named {phase!r}"))
     targets = mission.model.targets
     for name, robot in mission.model.robots.items():
         if robot.start is None:
@@ -199,6 +212,13 @@ def check_references(mission: Mission) -> None:
             start_configuration(robot, targets)
         except ValueError as error:
             errors.append(mission.source.at(("robots", name, "start", "offset"), f"robots.{name}.start: {error}"))
+    if errors:
+        raise MissionError(errors)
+
+
+def check_faults(mission: Mission) -> None:
+    """'faults:' and 'substitute:' must name nodes, robots and targets the mission has."""
+    errors = fault_diagnostics(mission)
     if errors:
         raise MissionError(errors)
 

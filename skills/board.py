@@ -334,13 +334,17 @@ def estimate_board_pose(
     config: BoardEstimatorConfig | None = None,
     prior_board2cam: np.ndarray | None = None,
     detector: cv2.aruco.ArucoDetector | None = None,
+    corner_noise_px: float = 0.0,
+    rng: np.random.Generator | None = None,
 ) -> BoardPose | None:
     """Pose of ``board`` in the camera frame from one image, or None if no board marker is seen.
 
     image : (H, W) uint8 grey or (H, W, 3) BGR. camera_matrix : (3, 3). dist_coeffs : OpenCV
     distortion (k1, k2, p1, p2[, k3...]) or None. prior_board2cam : (4, 4), e.g. the last
     estimate, used only to break a planar ambiguity. ``detector`` may be passed to reuse one
-    (see :func:`make_detector`); it must use the configured refinement.
+    (see :func:`make_detector`); it must use the configured refinement. ``corner_noise_px``
+    (the pose_noise fault): Gaussian noise of that standard deviation, per coordinate, added to
+    the refined corners (ideal pixels) before PnP, drawn from ``rng``.
     """
     config = config or BoardEstimatorConfig()
     camera_matrix = np.asarray(camera_matrix, dtype=np.float64)
@@ -354,6 +358,9 @@ def estimate_board_pose(
     if len(ids) < max(config.min_markers, 1):
         return None
     ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config)
+    if corner_noise_px > 0.0:
+        rng = rng if rng is not None else np.random.default_rng()
+        ideal = [q + rng.normal(0.0, corner_noise_px, q.shape) for q in ideal]
     solved = _solve_markers(board, ideal, ids, camera_matrix, config, prior_board2cam)
     if solved is None:
         return None

@@ -1,0 +1,798 @@
+"""Fault injection: a mission's ``faults:`` schedule, the injector that plays it, node stubs.
+
+A fault is declared in the mission (or with ``--set faults=[...]``)::
+
+    faults:
+      - {at: 12 s, kind: camera_dropout, for: 2 s}
+      - {when: final approach RUNNING, kind: ft_bias, force: [0, 0, 8 N], for: 3 s}
+      - {at: 5 s, kind: marker_occlusion, markers: [1], robot: arm}
+
+Every fault has exactly one of ``at`` (mission time) or ``when`` (``"<node> <STATUS>"``: the
+first time a node of that name, or else of that kind, changes to RUNNING, SUCCESS, FAILURE or
+INVALID), optionally ``for`` (a duration; without it the fault lasts to the end of the run, and
+the instantaneous kinds ``ft_spike`` and ``target_bumped`` take none), ``robot`` (faults of an
+arm; default: the mission's only robot) or ``target`` (default: the only target), and the
+parameters of its kind:
+
+=================== ========================== ==============================================
+kind                parameters                 effect (wrapper in ``orbitree.drivers.faulty``)
+=================== ========================== ==============================================
+camera_dropout      —                          ``camera.read()`` returns None: no frames
+marker_occlusion    ``markers``: ids           those markers are painted over in every frame
+                                               (found with the estimator's ArUco detector,
+                                               filled with the surrounding grey level)
+pose_noise          ``sigma_px``               Gaussian noise, sigma_px per coordinate, on the
+                                               refined marker corners before PnP (frames carry
+                                               it in ``meta``; ``perceive`` applies it)
+camera_latency      ``delay``                  each frame is delivered ``delay`` after it was
+                                               taken, with its own (old) stamp
+ft_bias             ``force`` [N], ``torque``  the vectors are added to every wrench reading
+                    [N·m] (TCP frame)
+ft_spike            ``magnitude`` [N],         one reading gets a force of that magnitude
+                    ``axis`` (optional)        along ``axis`` (TCP frame; default a random
+                                               direction drawn from the run's seed)
+ft_dropout          —                          the sensor stops delivering: the last wrench
+                                               and its ``wrench_stamp`` repeat, so the
+                                               blackboard key ``/robot/<arm>/wrench`` is not
+                                               rewritten and goes stale
+protective_stop     —                          a SimRobot enters a protective stop; another
+                                               arm reports one and ignores motion commands;
+                                               with ``for``, unlocked when it ends
+robot_disconnect    —                          the arm is stopped (the RTDE watchdog), then
+                                               every call raises ``DriverDisconnected``
+                                               (the executive skips its readings, a motion
+                                               command raises in the leaf); calls work again
+                                               when ``for`` ends (reconnection)
+command_latency     ``delay``                  each command (stop included) reaches the arm
+                                               ``delay`` after it was sent
+tick_overrun        ``node``, ``delay``        ticking that node takes ``delay`` longer: on
+                                               the wall clock it sleeps; on the simulated
+                                               clock the world advances by ``delay`` while the
+                                               tree does not command (once; with ``for``, at
+                                               every tick of the node while active)
+target_bumped       ``offset`` (pose)          the target moves once by ``offset``, in its own
+                                               frame (simulation only; on hardware a
+                                               ``fault_not_injected`` event)
+latch_failure       —                          ``close()`` does not reach the hooks; the latch
+                                               reports CLOSING for its travel time, then FAULT
+=================== ========================== ==============================================
+
+Timing. A fault with ``at`` starts at the first tick at or after that time, before the drivers
+are read; a fault with ``when`` starts at the tick after the one in which the status changed.
+``for`` ends it at the first tick at or after start + for. Each start and end is a ``fault``
+event in the mission log (``fault`` = kind, ``phase`` = start or end, ``id`` = index in the
+schedule, and the parameters, in SI) and each injected fault is one entry of the summary's
+``faults``: ``{id, kind, start, end, trigger, params}``. Faults still active at the end of the
+run end then.
+
+Node substitution (``substitute:``) replaces leaves, chosen by a glob on their name (``match:
+"pbvs*"``) or by kind (``kind: approach``), with a stub that stays RUNNING for ``after`` of
+mission time and then returns ``status``: a tree can be run without its skills. Substitution
+happens when the executive builds the tree, after the mission was checked as written (so the
+writer check still sees the real leaves); stubs read and write no blackboard key, so a leaf that
+reads what a stubbed leaf wrote finds nothing there. Each substituted node is a ``substituted``
+event of the first tick.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
+
+import numpy as np
+import py_trees
+from py_trees.common import Status
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from orbitree.context import Context
+from orbitree.drivers.faulty import FaultyCamera, FaultyLatch, FaultyRobot
+from orbitree.errors import Diagnostic
+from orbitree.leaf import Leaf
+from orbitree.quantities import Duration, Force, PoseField, Torque
+from orbitree.spec import NodeSpec
+
+if TYPE_CHECKING:
+    from orbitree.build import BuiltTree
+    from orbitree.mission import Mission
+
+STATUSES = ("RUNNING", "SUCCESS", "FAILURE", "INVALID")
+_EPS = 1e-9
+
+
+# --------------------------------------------------------------------------------------------
+# the schedule as written
+
+
+class FaultBase(BaseModel):
+    """What every fault has: when it starts and how long it lasts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instantaneous: ClassVar[bool] = False  # happens once: 'for' does not apply
+
+    at: Duration | None = Field(None, ge=0.0, description="mission time at which the fault starts")
+    when: str | None = Field(
+        None,
+        description="event that starts it: '<node name or kind> <STATUS>' (RUNNING, SUCCESS, FAILURE, "
+        "INVALID), e.g. 'approach RUNNING'",
+    )
+    duration: Duration | None = Field(
+        None, gt=0.0, alias="for", description="how long it lasts (default: to the end of the run)"
+    )
+
+    @field_validator("when")
+    @classmethod
+    def _event(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.rsplit(None, 1)
+        if len(parts) != 2 or parts[1].upper() not in STATUSES:
+            raise ValueError(
+                f"expected '<node name or kind> <STATUS>' with STATUS one of {', '.join(STATUSES)}, "
+                f"e.g. 'approach RUNNING', got {value!r}"
+            )
+        return f"{parts[0].strip()} {parts[1].upper()}"
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> FaultBase:
+        if (self.at is None) == (self.when is None):
+            got = "both" if self.at is not None else "neither"
+            raise ValueError(
+                f"give exactly one of 'at' (a time, e.g. 'at: 5 s') or 'when' (an event, e.g. "
+                f"'when: approach RUNNING'), got {got}"
+            )
+        if self.instantaneous and self.duration is not None:
+            raise ValueError(f"{self.kind} happens once: 'for' does not apply")
+        return self
+
+    @property
+    def when_node(self) -> str | None:
+        return self.when.rsplit(None, 1)[0] if self.when else None
+
+    @property
+    def when_status(self) -> str | None:
+        return self.when.rsplit(None, 1)[1] if self.when else None
+
+    def trigger(self) -> str:
+        return f"when {self.when}" if self.when is not None else f"at {self.at:g} s"
+
+    def params(self) -> dict[str, Any]:
+        """The kind's own parameters (and robot / target), JSON-ready, in SI."""
+        return self.model_dump(mode="json", exclude={"kind", "at", "when", "duration"})
+
+
+class RobotFault(FaultBase):
+    robot: str | None = Field(None, description="the arm (default: the mission's only robot)")
+
+
+class CameraDropoutFault(RobotFault):
+    """The camera delivers no frames."""
+
+    kind: Literal["camera_dropout"]
+
+
+class MarkerOcclusionFault(RobotFault):
+    """Markers are hidden in every frame."""
+
+    kind: Literal["marker_occlusion"]
+    markers: list[int] = Field(min_length=1, description="ArUco ids of the hidden markers")
+
+
+class PoseNoiseFault(RobotFault):
+    """Gaussian noise on the detected marker corners, before PnP."""
+
+    kind: Literal["pose_noise"]
+    sigma_px: float = Field(gt=0.0, description="standard deviation per pixel coordinate")
+
+
+class CameraLatencyFault(RobotFault):
+    """Frames arrive late (with their own stamps)."""
+
+    kind: Literal["camera_latency"]
+    delay: Duration = Field(gt=0.0, description="age of the frames delivered")
+
+
+class FtBiasFault(RobotFault):
+    """A constant offset on the wrist force/torque readings (TCP frame)."""
+
+    kind: Literal["ft_bias"]
+    force: tuple[Force, Force, Force] = Field((0.0, 0.0, 0.0), description="[fx, fy, fz] added")
+    torque: tuple[Torque, Torque, Torque] = Field((0.0, 0.0, 0.0), description="[tx, ty, tz] added")
+
+
+class FtSpikeFault(RobotFault):
+    """One force reading off by ``magnitude`` (a glitch of the sensor)."""
+
+    instantaneous: ClassVar[bool] = True
+    kind: Literal["ft_spike"]
+    magnitude: Force = Field(gt=0.0, description="size of the spike")
+    axis: tuple[float, float, float] | None = Field(
+        None, description="direction in the TCP frame (normalised; default: random from the seed)"
+    )
+
+    @field_validator("axis")
+    @classmethod
+    def _nonzero(cls, value: tuple[float, float, float] | None) -> tuple[float, float, float] | None:
+        if value is not None and not np.linalg.norm(value) > 0.0:
+            raise ValueError("axis must not be the zero vector")
+        return value
+
+
+class FtDropoutFault(RobotFault):
+    """The F/T sensor stops delivering: readings are stale."""
+
+    kind: Literal["ft_dropout"]
+
+
+class ProtectiveStopFault(RobotFault):
+    """The arm's controller enters a protective stop."""
+
+    kind: Literal["protective_stop"]
+
+
+class RobotDisconnectFault(RobotFault):
+    """The connection to the arm is lost (reconnects when 'for' ends)."""
+
+    kind: Literal["robot_disconnect"]
+
+
+class CommandLatencyFault(RobotFault):
+    """Commands reach the arm late."""
+
+    kind: Literal["command_latency"]
+    delay: Duration = Field(gt=0.0, description="delay of every command")
+
+
+class TickOverrunFault(FaultBase):
+    """Ticking a node takes longer than it should."""
+
+    kind: Literal["tick_overrun"]
+    node: str = Field(description="name (or else kind) of the node whose tick overruns")
+    delay: Duration = Field(gt=0.0, description="extra time per tick")
+
+
+class TargetBumpedFault(FaultBase):
+    """The target is knocked out of place (simulation only)."""
+
+    instantaneous: ClassVar[bool] = True
+    kind: Literal["target_bumped"]
+    target: str | None = Field(None, description="the target (default: the mission's only target)")
+    offset: PoseField = Field(description="motion of the target, in its own frame")
+
+
+class LatchFailureFault(RobotFault):
+    """The docking hooks do not close."""
+
+    kind: Literal["latch_failure"]
+
+
+FAULT_MODELS: tuple[type[FaultBase], ...] = (
+    CameraDropoutFault,
+    MarkerOcclusionFault,
+    PoseNoiseFault,
+    CameraLatencyFault,
+    FtBiasFault,
+    FtSpikeFault,
+    FtDropoutFault,
+    ProtectiveStopFault,
+    RobotDisconnectFault,
+    CommandLatencyFault,
+    TickOverrunFault,
+    TargetBumpedFault,
+    LatchFailureFault,
+)
+FAULT_KINDS: dict[str, type[FaultBase]] = {
+    get_args(cls.model_fields["kind"].annotation)[0]: cls for cls in FAULT_MODELS
+}
+CAMERA_KINDS = frozenset({"camera_dropout", "marker_occlusion", "pose_noise", "camera_latency"})
+FT_KINDS = frozenset({"ft_bias", "ft_spike", "ft_dropout"})
+
+
+def _one_fault(value: Any, handler: Callable[[Any], Any]) -> Any:
+    """Validate one fault by its ``kind`` (errors located at the fault's own keys)."""
+    if isinstance(value, FaultBase):
+        return value
+    known = ", ".join(FAULT_KINDS)
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "fault_type", "a fault is a mapping such as {at: 2 s, kind: camera_dropout, for: 1 s}"
+        )
+    kind = value.get("kind")
+    if kind is None:
+        raise PydanticCustomError("fault_kind", "missing 'kind' (one of: {known})", {"known": known})
+    model = FAULT_KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        close = difflib.get_close_matches(str(kind), list(FAULT_KINDS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        error = PydanticCustomError(
+            "fault_kind", "unknown fault kind {kind}; {hint}known kinds: {known}",
+            {"kind": repr(kind), "hint": hint, "known": known},
+        )
+        raise ValidationError.from_exception_data(
+            "fault", [InitErrorDetails(type=error, loc=("kind",), input=kind)]
+        )
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise ValidationError.from_exception_data(
+            exc.title, [_located(err, kind, model, value) for err in exc.errors()]
+        ) from None
+
+
+def _located(err: Any, kind: str, model: type[FaultBase], value: dict) -> InitErrorDetails:
+    """One error of a fault's parameters, said in terms of that fault kind.
+
+    A missing parameter is reported at the fault itself (pydantic would place it nowhere) and
+    an unknown one at its key, with the parameters the kind has.
+    """
+    loc = err["loc"]
+    if err["type"] == "missing" and len(loc) == 1:
+        message = f"{kind} needs {loc[0]!r}"
+        return InitErrorDetails(type=PydanticCustomError("fault_missing", message), loc=(), input=value)
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        known = [info.alias or name for name, info in model.model_fields.items() if name != "kind"]
+        close = difflib.get_close_matches(str(loc[0]), known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        message = f"unknown key {loc[0]!r} for {kind}; {hint}expected one of: {', '.join(known)}"
+        error = PydanticCustomError("fault_unknown_key", message)
+        return InitErrorDetails(type=error, loc=(*loc, "[key]"), input=loc[0])
+    return InitErrorDetails(type=PydanticCustomError(err["type"], err["msg"]), loc=loc, input=err["input"])
+
+
+FaultSpec = Annotated[
+    CameraDropoutFault
+    | MarkerOcclusionFault
+    | PoseNoiseFault
+    | CameraLatencyFault
+    | FtBiasFault
+    | FtSpikeFault
+    | FtDropoutFault
+    | ProtectiveStopFault
+    | RobotDisconnectFault
+    | CommandLatencyFault
+    | TickOverrunFault
+    | TargetBumpedFault
+    | LatchFailureFault,
+    Field(discriminator="kind"),
+    WrapValidator(_one_fault),
+]
+"""One entry of a mission's ``faults:``, validated by its ``kind``."""
+
+
+class SubstituteSpec(BaseModel):
+    """Replace leaves by a stub: ``{match: "pbvs*", status: SUCCESS, after: 1 s}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    match: str | None = Field(None, description="glob pattern on leaf names, e.g. 'pbvs*'")
+    kind: str | None = Field(None, description="leaf kind to replace, e.g. 'approach'")
+    status: Literal["SUCCESS", "FAILURE", "RUNNING"] = Field(
+        "SUCCESS", description="what the stub returns after 'after'"
+    )
+    after: Duration = Field(0.0, ge=0.0, description="mission time the stub stays RUNNING first")
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> SubstituteSpec:
+        if (self.match is None) == (self.kind is None):
+            raise ValueError("give exactly one of 'match' (a glob on leaf names) or 'kind' (a leaf kind)")
+        return self
+
+    def matches(self, spec: NodeSpec) -> bool:
+        if spec.leaf is None:
+            return False
+        if self.match is not None:
+            return fnmatch.fnmatchcase(spec.name, self.match)
+        return spec.kind == self.kind
+
+
+# --------------------------------------------------------------------------------------------
+# checks against the mission (called by the loader)
+
+
+def find_nodes(specs: Sequence[NodeSpec], name: str) -> list[int]:
+    """Ids (positions in ``specs``) of the nodes named ``name``, or else of kind ``name``."""
+    named = [i for i, spec in enumerate(specs) if spec.name == name]
+    return named or [i for i, spec in enumerate(specs) if spec.kind == name]
+
+
+def _resolve(wanted: str | None, declared: Sequence[str], what: str) -> tuple[str | None, str | None]:
+    """(name, problem) of the robot or target a fault refers to."""
+    if wanted is not None:
+        if wanted in declared:
+            return wanted, None
+        return None, f"{what} {wanted!r} is not declared in '{what}s:' (declared: {', '.join(declared) or 'none'})"
+    if len(declared) == 1:
+        return declared[0], None
+    if not declared:
+        return None, f"needs a {what}, and the mission declares no '{what}s:'"
+    return None, f"name the {what} ('{what}: ...'): the mission has several ({', '.join(declared)})"
+
+
+def fault_diagnostics(mission: Mission) -> list[Diagnostic]:
+    """Problems of ``faults:`` and ``substitute:`` that need the whole mission to see."""
+    model, source = mission.model, mission.source
+    nodes = list(mission.root.walk())
+    names = list(dict.fromkeys(spec.name for spec in nodes))
+    errors: list[Diagnostic] = []
+
+    def node_problem(name: str) -> str | None:
+        if find_nodes(nodes, name):
+            return None
+        close = difflib.get_close_matches(name, names + [s.kind for s in nodes], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        shown = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+        return f"no node named (or of kind) {name!r} in the tree; {hint}nodes: {shown}"
+
+    for i, fault in enumerate(model.faults):
+        where = f"faults[{i}] ({fault.kind})"
+        if fault.when_node is not None and (problem := node_problem(fault.when_node)):
+            errors.append(source.at(("faults", i, "when"), f"{where}: when: {problem}"))
+        if isinstance(fault, TickOverrunFault) and (problem := node_problem(fault.node)):
+            errors.append(source.at(("faults", i, "node"), f"{where}: node: {problem}"))
+        if isinstance(fault, TargetBumpedFault):
+            _, problem = _resolve(fault.target, list(model.targets), "target")
+            if problem:
+                errors.append(source.at(("faults", i, "target"), f"{where}: {problem}"))
+        if not isinstance(fault, RobotFault):
+            continue
+        robot, problem = _resolve(fault.robot, list(model.robots), "robot")
+        if problem or robot is None:
+            errors.append(source.at(("faults", i, "robot"), f"{where}: {problem}"))
+            continue
+        spec = model.robots[robot]
+        lacking = (
+            "camera" if fault.kind in CAMERA_KINDS and spec.camera is None
+            else "force/torque sensor (ft: false)" if fault.kind in FT_KINDS and not spec.ft
+            else "latch" if fault.kind == "latch_failure" and spec.latch is None
+            else None
+        )
+        if lacking:
+            errors.append(source.at(("faults", i), f"{where}: robot {robot!r} has no {lacking}"))
+    leaves = [spec for spec in nodes if spec.leaf is not None]  # the mission tree, not the recovery
+    for i, sub in enumerate(model.substitute):
+        if not any(sub.matches(spec) for spec in leaves):
+            key = "match" if sub.match is not None else "kind"
+            shown = ", ".join(dict.fromkeys(repr(s.name if key == "match" else s.kind) for s in leaves))
+            errors.append(source.at(
+                ("substitute", i, key),
+                f"substitute[{i}]: {key} {getattr(sub, key)!r} matches no leaf (leaves: {shown})",
+            ))
+    return errors
+
+
+# --------------------------------------------------------------------------------------------
+# node substitution
+
+
+class StubLeaf(Leaf):
+    """Stands in for a substituted leaf: RUNNING for ``after`` of mission time, then ``status``."""
+
+    kind = "stub"
+    substitute: ClassVar[SubstituteSpec] = SubstituteSpec(match="*")
+
+    @classmethod
+    def reads(cls, params: Any) -> list[str]:
+        return []
+
+    @classmethod
+    def writes(cls, params: Any) -> list[str]:
+        return []
+
+    def initialise(self) -> None:
+        self.until = self.ctx.now + self.substitute.after
+
+    def update(self) -> Status:
+        status = self.substitute.status
+        left = self.until - self.ctx.now
+        if left > _EPS:
+            self.feedback_message = f"stub: {status} in {left:.2f} s"
+            return Status.RUNNING
+        self.feedback_message = f"stub: {status}"
+        return Status[status]
+
+
+def substitute_leaves(
+    root: NodeSpec, substitutes: Sequence[SubstituteSpec], ctx: Context | None = None
+) -> NodeSpec:
+    """A copy of the tree whose matching leaves build as stubs (the first matching entry wins).
+
+    Node ids and names are unchanged; each substitution is a ``substituted`` event on ``ctx``.
+    """
+    if not substitutes:
+        return root
+    stubs: dict[int, type[StubLeaf]] = {}
+    next_id = 0
+
+    def copy(spec: NodeSpec) -> NodeSpec:
+        nonlocal next_id
+        node_id, next_id = next_id, next_id + 1
+        children = [copy(child) for child in spec.children]
+        for k, sub in enumerate(substitutes):
+            if sub.matches(spec):
+                if k not in stubs:
+                    stubs[k] = type(f"Stub{k}", (StubLeaf,), {"substitute": sub, "__module__": __name__})
+                if ctx is not None:
+                    ctx.event("substituted", node=node_id, name=spec.name, leaf=spec.kind,
+                              status=sub.status, after=sub.after)
+                return dataclasses.replace(spec, children=children, leaf=stubs[k])
+        return dataclasses.replace(spec, children=children)
+
+    return copy(root)
+
+
+# --------------------------------------------------------------------------------------------
+# the injector
+
+
+@dataclass
+class _Scheduled:
+    index: int
+    spec: Any  # one of FAULT_MODELS
+    robot: str | None
+    target: str | None
+    trigger_nodes: list[int]
+    start: float | None  # when it starts: 'at', or the tick after its event
+    end: float | None = None
+    state: str = "pending"  # pending -> active -> done
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class _Overrun:
+    """Wraps one behaviour's ``tick`` so that it stalls while a tick_overrun is active."""
+
+    def __init__(self, behaviour: py_trees.behaviour.Behaviour, stall: Callable[[float], None]) -> None:
+        self.delays: dict[int, float] = {}
+        self.count = 0
+        self._stall = stall
+        self._tick = behaviour.tick
+        behaviour.tick = self.tick  # type: ignore[method-assign]
+
+    def tick(self):
+        if self.delays:
+            self.count += 1
+            self._stall(max(self.delays.values()))
+        yield from self._tick()
+
+
+class FaultInjector:
+    """Plays a fault schedule on the drivers and the tree of one run.
+
+    The executive builds it from ``mission.model.faults``, calls :meth:`install` once (after the
+    drivers and the tree exist, before ``setup``), :meth:`before_tick` at the start of every
+    tick (before the drivers are read), :meth:`after_tick` with the statuses that changed in
+    the tick, and :meth:`finish` when the run ends (before the tree is halted and the drivers
+    stopped, so that halting reaches the real drivers). ``records`` is the summary's ``faults``.
+    """
+
+    def __init__(self, faults: Sequence[Any] = (), seed: int = 0) -> None:
+        self.faults = list(faults)
+        self.seed = seed
+        self.records: list[dict[str, Any]] = []
+        self.robots: dict[str, FaultyRobot] = {}
+        self.cameras: dict[str, FaultyCamera] = {}
+        self.latches: dict[str, FaultyLatch] = {}
+        self._entries: list[_Scheduled] = []
+        self._overruns: dict[int, _Overrun] = {}  # by node id
+        self._ctx: Context | None = None
+        self._tree: BuiltTree | None = None
+        self._simulated = True
+
+    # setting up ----------------------------------------------------------------------------
+    def install(self, ctx: Context, devices: Sequence[Any], tree: BuiltTree, *, simulated: bool = True) -> None:
+        """Wrap the drivers of every arm (below the command recorder) and schedule the faults."""
+        from orbitree.devices import RobotDevice
+
+        self._ctx, self._tree, self._simulated = ctx, tree, simulated
+        clock = self._now
+        arms = [d for d in devices if isinstance(d, RobotDevice)]
+        for i, device in enumerate(arms):
+            name = device.name
+            robot = FaultyRobot(device.driver, clock)
+            device.driver = robot
+            device.robot._robot = robot  # the recorder journals, then the fault acts
+            self.robots[name] = robot
+            if device.camera is not None:
+                device.camera = self.cameras[name] = FaultyCamera(
+                    device.camera, clock, boards=self._boards(ctx), seed=[self.seed, 7, i]
+                )
+            if device.latch is not None:
+                travel = device.spec.latch.travel_time if device.spec.latch is not None else 1.0
+                device.latch = self.latches[name] = FaultyLatch(device.latch, clock, travel)
+        for fault in self.faults:
+            self._schedule(fault, arms)
+
+    def inject(self, fault: Any) -> None:
+        """Add a fault to the schedule of a running mission (a live view's 'inject' button)."""
+        from orbitree.devices import RobotDevice
+
+        if self._ctx is None:
+            raise RuntimeError("install the injector before injecting")
+        arms = [d for d in self._ctx.drivers.values() if isinstance(d, RobotDevice)]
+        self.faults.append(fault)
+        self._schedule(fault, arms)
+
+    def _schedule(self, fault: Any, arms: Sequence[Any]) -> None:
+        assert self._tree is not None
+        robot = self._robot_of(fault, arms) if isinstance(fault, RobotFault) else None
+        if isinstance(fault, RobotFault) and robot not in self.robots:
+            raise ValueError(f"{fault.kind}: no arm {robot!r} to inject it into (arms: {', '.join(self.robots)})")
+        target = None
+        if isinstance(fault, TargetBumpedFault):
+            target, problem = _resolve(fault.target, list(self._ctx.targets), "target")
+            if problem:
+                raise ValueError(f"target_bumped: {problem}")
+        nodes = find_nodes(self._tree.specs, fault.when_node) if fault.when_node is not None else []
+        entry = _Scheduled(len(self._entries), fault, robot, target, nodes, fault.at)
+        self._entries.append(entry)
+        if isinstance(fault, TickOverrunFault):
+            for node in find_nodes(self._tree.specs, fault.node):
+                if node not in self._overruns:
+                    self._overruns[node] = _Overrun(self._tree.behaviours[node], self._stall)
+
+    @staticmethod
+    def _robot_of(fault: Any, arms: Sequence[Any]) -> str | None:
+        if not isinstance(fault, RobotFault):
+            return None
+        if fault.robot is not None:
+            return fault.robot
+        return arms[0].name if len(arms) == 1 else None
+
+    @staticmethod
+    def _boards(ctx: Context) -> list[Any]:
+        from orbitree.behaviours.perceive import BOARDS
+        from orbitree.skills.board_model import make_aruco_board
+
+        kinds = {getattr(t, "board", "sirom") for t in ctx.targets.values()} or {"sirom"}
+        return [make_aruco_board(BOARDS[kind]()) for kind in sorted(kinds)]
+
+    def _now(self) -> float:
+        assert self._ctx is not None
+        return self._ctx.now
+
+    # the tick loop -------------------------------------------------------------------------
+    def before_tick(self, now: float) -> None:
+        """End the faults whose time is up, start the due ones, deliver delayed commands."""
+        for entry in self._entries:
+            if entry.state == "active" and entry.end is not None and now >= entry.end - _EPS:
+                self._deactivate(entry, now)
+        for entry in self._entries:
+            if entry.state == "pending" and entry.start is not None and now >= entry.start - _EPS:
+                self._activate(entry, now)
+        for robot in self.robots.values():
+            robot.flush(now)
+
+    def after_tick(self, now: float, changed: dict[int, str]) -> None:
+        """Schedule the ``when`` faults whose event happened in this tick (for the next tick)."""
+        if not changed:
+            return
+        period = self._ctx.period if self._ctx is not None else 0.0
+        for entry in self._entries:
+            if entry.state != "pending" or entry.start is not None or not entry.trigger_nodes:
+                continue
+            wanted = entry.spec.when_status
+            if any(changed.get(node) == wanted for node in entry.trigger_nodes):
+                entry.start = now + period
+
+    def finish(self, now: float) -> None:
+        """End every active fault and restore the drivers (the run is over)."""
+        for entry in self._entries:
+            if entry.state == "active":
+                self._deactivate(entry, now)
+        for wrapper in (*self.robots.values(), *self.cameras.values(), *self.latches.values()):
+            wrapper.clear()
+
+    @property
+    def active(self) -> list[dict[str, Any]]:
+        """The summary entries of the faults active now."""
+        return [e.record for e in self._entries if e.state == "active"]
+
+    # effects -------------------------------------------------------------------------------
+    def _activate(self, entry: _Scheduled, now: float) -> None:
+        assert self._ctx is not None
+        fault = entry.spec
+        entry.state, entry.start = "active", now
+        duration = fault.duration
+        if isinstance(fault, TickOverrunFault) and duration is None:
+            duration = self._ctx.period  # once: the tick it starts in
+        entry.end = None if duration is None else now + duration
+        params = fault.params()
+        if entry.robot is not None:
+            params["robot"] = entry.robot
+        if entry.target is not None:
+            params["target"] = entry.target
+        problem = self._apply(entry, params)
+        entry.record = {
+            "id": entry.index, "kind": fault.kind, "start": round(now, 6), "end": None,
+            "trigger": fault.trigger(), "params": params,
+        }
+        self.records.append(entry.record)
+        self._ctx.event("fault", fault=fault.kind, phase="start", id=entry.index, t=now, **params)
+        if problem is not None:
+            entry.record["injected"] = False
+            entry.record["note"] = problem
+            self._ctx.event("fault_not_injected", fault=fault.kind, id=entry.index, t=now, reason=problem)
+        if fault.instantaneous:
+            self._deactivate(entry, now)
+
+    def _deactivate(self, entry: _Scheduled, now: float) -> None:
+        assert self._ctx is not None
+        entry.state = "done"
+        entry.record["end"] = round(now, 6)
+        i = entry.index
+        if entry.robot is not None:
+            for wrappers in (self.robots, self.cameras, self.latches):
+                if entry.robot in wrappers:
+                    wrappers[entry.robot].remove(i)
+        for overrun in self._overruns.values():
+            overrun.delays.pop(i, None)
+        self._ctx.event("fault", fault=entry.spec.kind, phase="end", id=i, t=now)
+
+    def _apply(self, entry: _Scheduled, params: dict[str, Any]) -> str | None:
+        """Switch the fault's effect on; returns why it could not be, if so."""
+        fault, i = entry.spec, entry.index
+        kind = fault.kind
+        if kind in CAMERA_KINDS:
+            camera = self.cameras[entry.robot]
+            if kind == "camera_dropout":
+                camera.drop(i)
+            elif kind == "marker_occlusion":
+                camera.occlude(i, fault.markers)
+            elif kind == "pose_noise":
+                camera.corner_noise(i, fault.sigma_px)
+            else:
+                camera.delay(i, fault.delay)
+            return None
+        robot = self.robots.get(entry.robot) if entry.robot is not None else None
+        if kind == "ft_bias":
+            robot.bias(i, np.array([*fault.force, *fault.torque]))
+        elif kind == "ft_spike":
+            axis = np.array(fault.axis if fault.axis is not None else
+                            np.random.default_rng([self.seed, 11, i]).normal(size=3), dtype=float)
+            axis /= np.linalg.norm(axis)
+            params["axis"] = np.round(axis, 6).tolist()
+            robot.spike(np.concatenate([fault.magnitude * axis, np.zeros(3)]))
+        elif kind == "ft_dropout":
+            robot.freeze_wrench(i)
+        elif kind == "protective_stop":
+            robot.protective_stop(i)
+        elif kind == "robot_disconnect":
+            robot.disconnect(i)
+        elif kind == "command_latency":
+            robot.delay_commands(i, fault.delay)
+        elif kind == "latch_failure":
+            self.latches[entry.robot].jam(i)
+        elif kind == "tick_overrun":
+            for node in find_nodes(self._tree.specs, fault.node):
+                self._overruns[node].delays[i] = fault.delay
+        elif kind == "target_bumped":
+            world = self._ctx.world
+            if world is None:
+                return "no simulated world: a real target cannot be moved by software"
+            world.move_target(entry.target, world.target_pose(entry.target) @ fault.offset.matrix())
+        return None
+
+    def _stall(self, delay: float) -> None:
+        """The overrun itself: real time on the wall clock, world time on the simulated one."""
+        if not self._simulated:
+            time.sleep(delay)
+        elif self._ctx is not None and self._ctx.world is not None:
+            self._ctx.world.step(delay)
