@@ -15,12 +15,15 @@ ArUco detection, corner refinement, planar PnP with the ambiguity resolved by re
 error and the previous estimate). It writes ``/target/<target>/pose_cam`` (board in the camera
 frame), ``pose_base`` (board in the robot base frame, through the camera mount and the TCP pose
 of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
-``continuous: true`` makes it stay RUNNING (for use beside a motion in a parallel).
+The base-frame pose uses the arm's pose at the frame's stamp (from a one-second history of the
+arm's poses), so a frame that arrives late is still placed right. When no new frame has come
+for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING (for use beside a motion in a parallel).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 import py_trees
@@ -28,10 +31,14 @@ from pydantic import Field
 
 from orbitree.leaf import Leaf, NodeParams
 from orbitree.messages import StampedPose
+from orbitree.quantities import Duration
 from orbitree.skills.board import BoardEstimatorConfig, estimate_board_pose, make_detector
 from orbitree.skills.board_model import make_aruco_board, sirom_board_model
 
 BOARDS = {"sirom": sirom_board_model}
+
+
+POSE_HISTORY_S = 1.0  # how far back frames may be placed with the arm's pose
 
 
 class PerceiveParams(NodeParams):
@@ -39,6 +46,7 @@ class PerceiveParams(NodeParams):
     target: str = Field(description="target to look for")
     continuous: bool = Field(False, description="stay RUNNING and keep estimating")
     max_reprojection_px: float = Field(2.0, gt=0.0, description="reject worse estimates")
+    frame_timeout: Duration = Field(0.25, gt=0.0, description="no new frame for this long: not visible")
 
 
 class Perceive(Leaf):
@@ -69,14 +77,25 @@ class Perceive(Leaf):
         prefix = f"/target/{self.params.target}/"
         self.keys = {k: prefix + k for k in ("pose_cam", "pose_base", "visible", "last_seen")}
         self.last_stamp = -math.inf
+        self.last_frame_at = 0.0
+        self.poses: deque[tuple[float, np.ndarray]] = deque()
         self.visible = False
         self.write(self.keys["visible"], False)
 
     def update(self) -> py_trees.common.Status:
+        tcp2base = self.read(f"/robot/{self.params.robot}/tcp_pose")
+        self.poses.append((self.ctx.now, tcp2base))
+        while len(self.poses) > 2 and self.poses[1][0] < self.ctx.now - POSE_HISTORY_S:
+            self.poses.popleft()
         frame = self.read(f"/robot/{self.params.robot}/image")
         if frame is not None and frame.stamp > self.last_stamp:
             self.last_stamp = frame.stamp
+            self.last_frame_at = self.ctx.now
             self._estimate(frame)
+        elif self.visible and self.ctx.now - self.last_frame_at > self.params.frame_timeout:
+            self.visible = False  # a camera that stopped delivering sees nothing
+            self.write(self.keys["visible"], False)
+            self.feedback_message = f"no frame for {self.ctx.now - self.last_frame_at:.2f} s"
         if self.params.continuous:
             return py_trees.common.Status.RUNNING
         return py_trees.common.Status.SUCCESS if self.visible else py_trees.common.Status.FAILURE
@@ -96,7 +115,8 @@ class Perceive(Leaf):
             self.write(self.keys["visible"], False)
             self.feedback_message = "target not seen" if found is None else "estimate rejected"
             return
-        tcp2base = self.read(f"/robot/{self.params.robot}/tcp_pose")
+        # the arm's pose when the frame was taken (frames may arrive late: camera latency)
+        tcp2base = min(self.poses, key=lambda entry: abs(entry[0] - frame.stamp))[1]
         cam2base = tcp2base @ self.cam2tcp
         err, markers = found.reprojection_error_px, found.marker_ids
         self.write(self.keys["pose_cam"], StampedPose(found.board2cam, "camera", frame.stamp, err, markers))

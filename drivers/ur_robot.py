@@ -65,7 +65,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.interfaces import RobotState
+from orbitree.drivers.interfaces import DriverDisconnected, RobotState
 
 __all__ = [
     "URCommandError",
@@ -96,7 +96,7 @@ class URNotReadyError(URRobotError):
     """The controller is reachable but refuses commands (local mode, protective stop...)."""
 
 
-class URConnectionError(URRobotError):
+class URConnectionError(URRobotError, DriverDisconnected):
     """The controller cannot be reached, the link dropped, or reconnection gave up."""
 
 

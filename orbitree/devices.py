@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from orbitree.context import Context
-from orbitree.drivers.interfaces import Camera, Latch, Robot
+from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, Robot
 from orbitree.world_spec import RobotSpec, TargetSpec
 
 _COMMANDS = ("speed_l", "servo_l", "move_l", "move_j", "stop", "zero_ft")
@@ -33,15 +33,22 @@ class RecordingRobot:
 
     def __getattr__(self, attr: str) -> Any:
         target = getattr(self._robot, attr)
-        if attr not in _COMMANDS:
+        if not callable(target):
             return target
 
-        def command(*args: Any, **kwargs: Any) -> Any:
-            shown = [np.round(a, 6) if isinstance(a, np.ndarray) else a for a in args]
-            self._ctx.command(self.name, attr, args=shown, **kwargs)
-            return target(*args, **kwargs)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if attr in _COMMANDS:
+                shown = [np.round(a, 6) if isinstance(a, np.ndarray) else a for a in args]
+                self._ctx.command(self.name, attr, args=shown, **kwargs)
+            try:
+                return target(*args, **kwargs)
+            except DriverDisconnected as exc:
+                # the link is down: the command is lost, as on a real network; the arm's own
+                # watchdog stops it, and the safety monitor sees its readings go stale
+                self._ctx.event("command_lost", robot=self.name, call=attr, error=str(exc))
+                return None
 
-        return command
+        return call
 
 
 @dataclass

@@ -415,6 +415,7 @@ class Executive:
         finally:
             for driver in self.drivers:
                 try:
+                    self.ctx.command(driver.name, "stop", reason="halt")
                     driver.stop()
                 except Exception as exc:  # unreachable (disconnected): its watchdog stops it
                     self.ctx.event("stop_failed", drivers=[f"{driver.name}: {type(exc).__name__}: {exc}"])
