@@ -567,6 +567,53 @@ def _worst(rows: list[dict[str, Any]], pick: Callable[[dict[str, Any]], Any]) ->
     return best
 
 
+def _limits(campaign: Campaign) -> Any:
+    """The safety limits of the campaign's mission as written (cases rarely change them)."""
+    if not hasattr(campaign, "_safety"):
+        from orbitree.mission import load_mission
+
+        try:
+            campaign._safety = load_mission(campaign.mission).model.safety  # type: ignore[attr-defined]
+        except Exception:  # the mission needs a case's overrides to load: no limits known
+            campaign._safety = None  # type: ignore[attr-defined]
+    return campaign._safety  # type: ignore[attr-defined]
+
+
+def _exceeded(row: dict[str, Any], campaign: Campaign) -> list[str]:
+    """Safety limits ground truth crossed in a run (simulation: the ``true_*`` summary fields)."""
+    limits, s = _limits(campaign), row["summary"] or {}
+    if limits is None:
+        return []
+    out = []
+    if (s.get("true_max_contact_force_n") or 0.0) > limits.max_force:
+        out.append("force")
+    if (s.get("true_max_tcp_speed_mps") or 0.0) > limits.max_tcp_speed:
+        out.append("tcp_speed")
+    if (s.get("true_workspace_exit_m") or 0.0) > 0.0:
+        out.append("workspace")
+    return out
+
+
+def fault_outcomes(rows: list[dict[str, Any]], campaign: Campaign) -> dict[str, dict[str, int]]:
+    """Per injected fault kind: runs that succeeded, stopped safely (ABORTED or FAILURE with no
+    limit crossed), crossed a limit (``violation``) or crashed (``error``)."""
+    table: dict[str, dict[str, int]] = {}
+    for row in rows:
+        kinds = sorted({f["kind"] for f in (row["summary"] or {}).get("faults") or []})
+        if row["status"] == "error":
+            outcome = "error"
+        elif _exceeded(row, campaign):
+            outcome = "violation"
+        elif row["status"] == "SUCCESS":
+            outcome = "success"
+        else:
+            outcome = "safe_abort"
+        for kind in kinds or (["none"] if any((r["summary"] or {}).get("faults") for r in rows) else []):
+            counts = table.setdefault(kind, {"success": 0, "safe_abort": 0, "violation": 0, "error": 0})
+            counts[outcome] += 1
+    return table
+
+
 def aggregate(campaign: Campaign, result: CampaignResult, workers: int) -> dict[str, Any]:
     rows = result.rows
     statuses = Counter(r["status"] for r in rows)
@@ -577,6 +624,13 @@ def aggregate(campaign: Campaign, result: CampaignResult, workers: int) -> dict[
         found = _worst(rows, lambda s, a=axis: (s.get("final_error") or {}).get(a))
         if found is not None:
             worst[axis] = found
+    worst_true = {}
+    for axis in AXES:
+        found = _worst(rows, lambda s, a=axis: (s.get("final_error_true") or {}).get(a))
+        if found is not None:
+            worst_true[axis] = found
+    truths = [r["summary"].get("in_capture_envelope_true") for r in rows if r["summary"]]
+    truths = [c for c in truths if isinstance(c, bool)]
     walls = [r["wall_time_s"] for r in rows]
     envelope = None
     if campaign.envelope:
@@ -601,6 +655,10 @@ def aggregate(campaign: Campaign, result: CampaignResult, workers: int) -> dict[
         "success_rate": round(statuses["SUCCESS"] / len(rows), 4) if rows else None,
         "in_capture_envelope_rate": round(sum(captures) / len(captures), 4) if captures else None,
         "worst_final_error": worst or None,
+        "in_capture_envelope_true_rate": round(sum(truths) / len(truths), 4) if truths else None,
+        "worst_final_error_true": worst_true or None,
+        "limit_violations": sum(bool(_exceeded(r, campaign)) for r in rows),
+        "fault_outcomes": fault_outcomes(rows, campaign) or None,
         "peak_contact_force_n": _worst(rows, lambda s: s.get("max_contact_force_n")),
         "wall_time_s": {
             "median": round(statistics.median(walls), 3) if walls else None,
@@ -616,6 +674,13 @@ def write_outputs(campaign: Campaign, result: CampaignResult, out: Path) -> None
 
     write_csv(result.rows, out / "summary.csv")
     (out / "campaign.json").write_text(json.dumps(result.aggregate, indent=2) + "\n", encoding="utf-8")
+    faults = result.aggregate.get("fault_outcomes")
+    if faults:
+        with (out / "faults.csv").open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["fault", "success", "safe_abort", "violation", "error"])
+            for kind, counts in sorted(faults.items()):
+                writer.writerow([kind, *(counts[k] for k in ("success", "safe_abort", "violation", "error"))])
     figures = campaign_figures(read_summary_csv(out / "summary.csv"), result.aggregate["envelope"], out)
     write_index(Report(f"Campaign report: {campaign.name}", out, figures, campaign_facts(result.aggregate)), out)
 
@@ -633,3 +698,11 @@ def print_table(result: CampaignResult, file: Any = None) -> None:
     for label, value in campaign_facts(result.aggregate):
         table.add_row(label, value)
     Console(file=file).print(table)
+    faults = result.aggregate.get("fault_outcomes")
+    if faults:
+        per_kind = Table(title="outcome per injected fault kind")
+        for column in ("fault", "success", "safe abort", "violation", "error"):
+            per_kind.add_column(column, justify="left" if column == "fault" else "right")
+        for kind, counts in sorted(faults.items()):
+            per_kind.add_row(kind, *(str(counts[k]) for k in ("success", "safe_abort", "violation", "error")))
+        Console(file=file).print(per_kind)

@@ -553,6 +553,13 @@ def campaign_facts(meta: dict[str, Any]) -> list[tuple[str, str]]:
         facts.append(("inside capture envelope", f"{rate:.1f} % of the runs that reached capture"))
     for axis, worst in (meta.get("worst_final_error") or {}).items():
         facts.append((f"worst |final error| {axis}", f"{worst['value']:+.3f} ({worst['run']})"))
+    if meta.get("in_capture_envelope_true_rate") is not None:
+        rate = 100 * meta["in_capture_envelope_true_rate"]
+        facts.append(("inside envelope (ground truth)", f"{rate:.1f} % of the runs that reached capture"))
+    for axis, worst in (meta.get("worst_final_error_true") or {}).items():
+        facts.append((f"worst |true final error| {axis}", f"{worst['value']:+.3f} ({worst['run']})"))
+    if meta.get("limit_violations") is not None:
+        facts.append(("runs crossing a safety limit", str(meta["limit_violations"])))
     peak = meta.get("peak_contact_force_n")
     if peak:
         facts.append(("peak contact force", f"{peak['value']:.2f} N ({peak['run']})"))
