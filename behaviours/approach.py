@@ -21,7 +21,8 @@ rate. The approach continues until ``‖e‖ < tolerance``, even after entering 
 as in the seed. With ``back_off`` the aim is moved out along the target's z: a first approach to
 a pre-dock pose a few centimetres out keeps the guide petals clear of the receptacle while the
 lateral error is still large (PBVS shrinks every axis at the same rate, so a target far off to
-the side would otherwise be met edge-on), and a second one with no back-off goes in. Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
+the side would otherwise be met edge-on), and a second one with no back-off goes in.
+Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
 """
 
 from __future__ import annotations

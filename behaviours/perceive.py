@@ -17,7 +17,8 @@ frame), ``pose_base`` (board in the robot base frame, through the camera mount a
 of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
 The base-frame pose uses the arm's pose at the frame's stamp (from a one-second history of the
 arm's poses), so a frame that arrives late is still placed right. When no new frame has come
-for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING (for use beside a motion in a parallel).
+for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING
+(for use beside a motion in a parallel).
 """
 
 from __future__ import annotations

@@ -128,7 +128,8 @@ class SafetyMonitor:
             if np.any(xyz < lo) or np.any(xyz > hi):
                 outside = float(np.max(np.maximum(lo - xyz, xyz - hi)))
                 violation("workspace", outside, 0.0,
-                          f"{name}: TCP {np.round(xyz, 3).tolist()} m is {outside * 1e3:.0f} mm outside the workspace")
+                          f"{name}: TCP {np.round(xyz, 3).tolist()} m is {outside * 1e3:.0f} mm "
+                          "outside the workspace")
         for key in ("tcp_pose", "wrench"):
             age = ctx.age(p + key)
             if age is None:
