@@ -32,7 +32,7 @@ from orbitree.clock import SimClock, WallClock
 from orbitree.context import Context
 from orbitree.devices import build_devices, is_simulated
 from orbitree.drivers.interfaces import DriverDisconnected
-from orbitree.faults import FaultInjector, substitute_leaves
+from orbitree.injector import FaultInjector, substitute_leaves
 from orbitree.mission import Mission
 from orbitree.recorder import FORMAT, Recorder
 from orbitree.safety import MOTION_KINDS, SafetyMonitor, stop_all
