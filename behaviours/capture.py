@@ -63,7 +63,7 @@ class Capture(MotionLeaf):
         self.ctx.summary["in_capture_envelope"] = not self.outside
         world = self.ctx.world
         if world is not None:  # simulation: the error against ground truth, for reports only
-            truth = envelope_error(world.tcp_pose(self.params.robot), world.target_pose(self.params.target))
+            truth = envelope_error(world.tool_pose(self.params.robot), world.target_pose(self.params.target))
             self.ctx.summary["final_error_true"] = {k: round(v, 4) for k, v in truth.as_dict().items()}
             self.ctx.summary["in_capture_envelope_true"] = not violated_axes(self.envelope, truth)
         self.closing = not self.outside

@@ -6,7 +6,8 @@ YAML::
 
 A straight ``move_l`` of ``distance`` along the TCP's −z (out of the passive interface), from
 the pose the arm has when the leaf starts; SUCCESS when the move is done, FAILURE if the arm
-is in a protective stop. Halting it stops the arm. For recovery branches: open the hooks
+is in a protective stop or ends more than 2 mm from its goal (a move lost on a dropped link).
+Halting it stops the arm. For recovery branches: open the hooks
 first (``latch: {action: open}``), or the arm pulls on a captured target.
 """
 
@@ -20,6 +21,7 @@ from orbitree.motion import MotionLeaf, MotionParams
 from orbitree.quantities import Length, Speed
 
 Status = py_trees.common.Status
+REACHED_M = 0.002  # the move counts as done within this distance of its goal
 
 
 class RetractParams(MotionParams):
@@ -47,6 +49,7 @@ class Retract(MotionLeaf):
         if not self.started:
             goal = np.array(self.read(self.robot_key("tcp_pose")), dtype=float)
             goal[:3, 3] -= goal[:3, 2] * self.params.distance
+            self.goal = goal
             self.robot.move_l(goal, self.params.speed, self.params.acceleration)
             self.moving = self.started = True
             self.feedback_message = f"retracting {self.params.distance * 1e3:.0f} mm"
@@ -54,5 +57,10 @@ class Retract(MotionLeaf):
         if not self.robot.motion_done():
             return Status.RUNNING
         self.moving = False
+        reached = np.array(self.read(self.robot_key("tcp_pose")), dtype=float)
+        miss = float(np.linalg.norm(reached[:3, 3] - self.goal[:3, 3]))
+        if miss > REACHED_M:  # the move was lost (a dropped link) or cut short
+            self.feedback_message = f"stopped {miss * 1e3:.1f} mm short"
+            return Status.FAILURE
         self.feedback_message = "retracted"
         return Status.SUCCESS

@@ -50,7 +50,8 @@ class DriverDisconnected(ConnectionError):
     """A driver lost its connection: every call raises this until it is reconnected.
 
     The executive skips the readings of a disconnected device (its blackboard values go stale);
-    a motion command raises it into the leaf that sent it.
+    a command a leaf sends through the device proxy is lost and logged (``command_lost``), as on
+    a real network, and the safety monitor stops the mission when the readings go stale.
     """
 
 

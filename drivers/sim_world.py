@@ -174,7 +174,12 @@ class SimWorld:
 
     def move_target(self, name: str, board2world: np.ndarray) -> None:
         """Put target ``name`` somewhere else (tests, and the target_bumped fault)."""
+        old = self.targets[name]
         self.targets[name] = np.array(board2world, dtype=float)
+        carry = self.targets[name] @ np.linalg.inv(old)
         for dock in self.docking.values():
-            if dock.target == name:  # the tool is pushed along (it cannot end up inside)
-                dock.target, dock.real, dock.commanded = None, None, None
+            if dock.target == name and dock.real is not None:
+                # the tool moves with the target this step (no interpenetration); the compliance
+                # then pulls it back toward the arm, through the contact model, from there on
+                dock.real = carry @ dock.real
+                dock.commanded = carry @ dock.commanded if dock.commanded is not None else None

@@ -296,6 +296,8 @@ def run_case(spec: RunSpec) -> dict[str, Any]:
     mission = load_mission(spec.mission, list(spec.overrides))
     executive = Executive(mission, seed=spec.seed, log_path=spec.log, safety=(_stop_when_cancelled,))
     result = executive.run()
+    if result.error is not None:  # an exception in a leaf or driver: a crash, not a safe stop
+        return {"status": "error", "reason": result.reason, "summary": result.summary}
     return {"status": result.status, "reason": result.reason, "summary": result.summary}
 
 
@@ -581,13 +583,17 @@ def _limits(campaign: Campaign) -> Any:
 
 def _exceeded(row: dict[str, Any], campaign: Campaign) -> list[str]:
     """Safety limits ground truth crossed in a run (simulation: the ``true_*`` summary fields)."""
-    limits, s = _limits(campaign), row["summary"] or {}
+    s = row["summary"] or {}
+    limits = s.get("safety_limits")  # the run's own limits, overrides included
     if limits is None:
-        return []
+        model = _limits(campaign)
+        if model is None:
+            return []
+        limits = {"max_force_n": model.max_force, "max_tcp_speed_mps": model.max_tcp_speed}
     out = []
-    if (s.get("true_max_contact_force_n") or 0.0) > limits.max_force:
+    if (s.get("true_max_contact_force_n") or 0.0) > limits["max_force_n"]:
         out.append("force")
-    if (s.get("true_max_tcp_speed_mps") or 0.0) > limits.max_tcp_speed:
+    if (s.get("true_max_tcp_speed_mps") or 0.0) > limits["max_tcp_speed_mps"]:
         out.append("tcp_speed")
     if (s.get("true_workspace_exit_m") or 0.0) > 0.0:
         out.append("workspace")

@@ -250,5 +250,7 @@ def _hardware_device(name: str, spec: RobotSpec, ctx: Context) -> RobotDevice:
         from orbitree.drivers.cv_camera import CvCamera
 
         cam = spec.camera
-        camera = CvCamera(f"{name}_camera", cam.device, cam.calibration or "", fps=cam.fps)
+        # frames stamped on the mission clock, like every other reading (ctx.now: the tick's time)
+        camera = CvCamera(f"{name}_camera", cam.device, cam.calibration or "", fps=cam.fps,
+                          clock=lambda: ctx.now)
     return RobotDevice(name, spec, robot, camera, ctx)

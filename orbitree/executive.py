@@ -283,6 +283,9 @@ class Executive:
                         found = [v for v in found if v.get("check") in MOTION_KINDS]
                     fresh.extend(found or ())
                 if fresh:
+                    storage = py_trees.blackboard.Blackboard.storage
+                    storage["/safety/violations"] = [*storage.get("/safety/violations", []), *fresh]
+                    self.ctx.touched("/safety/violations")
                     violations.extend(fresh)
                     for item in fresh:
                         self.ctx.event("safety_violation", **item)
@@ -319,6 +322,10 @@ class Executive:
                     break
                 if clock.now + period > model.max_duration - 1e-9:
                     status, reason = "FAILURE", f"max_duration {model.max_duration:g} s reached"
+                    if self._recovering is not None:  # still a safety stop, whatever the clock says
+                        first = self._recovering.get("message", self._recovering)
+                        name = self.mission.model.safety.recovery
+                        status, reason = "ABORTED", f"safety: {first}; recovery {name!r} did not finish"
                     break
                 for driver in self.drivers:
                     driver.after_tick(period)
@@ -334,8 +341,10 @@ class Executive:
             reason = f"{culprit}raised {type(exc).__name__}: {exc}"
             error = "".join(traceback.format_exception(exc))
         finally:
-            self.injector.finish(clock.now)  # the drivers are themselves again for the halt
-            halted = self._halt()
+            try:
+                self.injector.finish(clock.now)  # the drivers are themselves again for the halt
+            finally:
+                halted = self._halt()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 record_tick(clock.ticks, clock.now, 0.0)
@@ -482,5 +491,8 @@ class Executive:
             for key, value in getattr(driver, "summary", dict)().items():
                 current = summary.get(key)
                 summary[key] = value if current is None else max(current, value)
+        if self.mission.model.robots:
+            limits = self.mission.model.safety
+            summary["safety_limits"] = {"max_force_n": limits.max_force, "max_tcp_speed_mps": limits.max_tcp_speed}
         summary.update(self.ctx.summary)
         return summary

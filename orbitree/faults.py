@@ -41,8 +41,8 @@ protective_stop     —                          a SimRobot enters a protective 
                                                with ``for``, unlocked when it ends
 robot_disconnect    —                          the arm is stopped (the RTDE watchdog), then
                                                every call raises ``DriverDisconnected``
-                                               (the executive skips its readings, a motion
-                                               command raises in the leaf); calls work again
+                                               (the executive skips its readings; a leaf's
+                                               command is lost and logged); calls work again
                                                when ``for`` ends (reconnection)
 command_latency     ``delay``                  each command (stop included) reaches the arm
                                                ``delay`` after it was sent

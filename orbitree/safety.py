@@ -80,11 +80,16 @@ class SafetyMonitor:
     raised: dict[tuple[str, str], float] = field(default_factory=dict)  # limits during recovery
 
     def enter_recovery(self, violations: list[dict[str, Any]]) -> None:
-        """The arm is stopped where the violation found it (a contact force may persist): while
-        the recovery runs, force and torque trip only if they grow 20 % beyond that level."""
+        """The arm is stopped where the violation found it: a contact force may persist, a
+        decelerating arm is still fast for a moment, a stopped arm may stand outside the box.
+        While the recovery runs, each of those trips only if it grows beyond that level (20 %
+        for force, torque and speed; 5 mm further out for the workspace)."""
         for v in violations:
-            if v.get("check") in ("force", "torque"):
-                self.raised[(v["robot"], v["check"])] = 1.2 * float(v["value"])
+            check, value = v.get("check"), float(v.get("value", 0.0))
+            if check in ("force", "torque", "tcp_speed"):
+                self.raised[(v["robot"], check)] = 1.2 * value
+            elif check == "workspace":
+                self.raised[(v["robot"], check)] = value + 0.005
 
     def __call__(self, ctx: Context) -> list[dict[str, Any]]:
         storage = py_trees.blackboard.Blackboard.storage
@@ -94,8 +99,6 @@ class SafetyMonitor:
         for name in self.robots:
             p = f"/robot/{name}/"
             found.extend(self._check_robot(ctx, storage, name, p))
-        if found:
-            storage["/safety/violations"] = list(storage.get("/safety/violations", [])) + found
         return found
 
     def _check_robot(self, ctx: Context, storage: dict, name: str, p: str) -> list[dict[str, Any]]:
@@ -111,22 +114,26 @@ class SafetyMonitor:
             force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
             f_max = max(s.max_force, self.raised.get((name, "force"), 0.0))
             t_max = max(s.max_torque, self.raised.get((name, "torque"), 0.0))
-            if self._persistent(name, "force", force > f_max):
+            # judged once per new reading (debounce counts readings, not ticks); a reading that
+            # stopped coming is the age check's business
+            fresh_reading = ctx.age(p + "wrench") in (None, 0.0)
+            if fresh_reading and self._persistent(name, "force", force > f_max):
                 violation("force", force, f_max, f"{name}: wrist force {force:.1f} N > {f_max:g} N")
-            if self._persistent(name, "torque", torque > t_max):
+            if fresh_reading and self._persistent(name, "torque", torque > t_max):
                 violation("torque", torque, t_max, f"{name}: wrist torque {torque:.2f} N·m > {t_max:g} N·m")
         twist = storage.get(p + "tcp_twist")
         if twist is not None:
             speed = float(np.linalg.norm(twist[:3]))
-            if speed > s.max_tcp_speed:
-                violation("tcp_speed", speed, s.max_tcp_speed,
-                          f"{name}: TCP speed {speed * 1e3:.0f} mm/s > {s.max_tcp_speed * 1e3:g} mm/s")
+            v_max = max(s.max_tcp_speed, self.raised.get((name, "tcp_speed"), 0.0))
+            if speed > v_max:
+                violation("tcp_speed", speed, v_max,
+                          f"{name}: TCP speed {speed * 1e3:.0f} mm/s > {v_max * 1e3:g} mm/s")
         pose = storage.get(p + "tcp_pose")
         if pose is not None and s.workspace is not None:
             xyz = np.asarray(pose)[:3, 3]
             lo, hi = np.array(s.workspace.min), np.array(s.workspace.max)
-            if np.any(xyz < lo) or np.any(xyz > hi):
-                outside = float(np.max(np.maximum(lo - xyz, xyz - hi)))
+            outside = float(np.max(np.maximum(lo - xyz, xyz - hi)))
+            if outside > self.raised.get((name, "workspace"), 0.0):
                 violation("workspace", outside, 0.0,
                           f"{name}: TCP {np.round(xyz, 3).tolist()} m is {outside * 1e3:.0f} mm "
                           "outside the workspace")
@@ -145,6 +152,7 @@ class SafetyMonitor:
         return out
 
     def _persistent(self, robot: str, kind: str, exceeded: bool) -> bool:
+        """``exceeded`` on ``debounce`` consecutive readings."""
         count = self.over.get((robot, kind), 0) + 1 if exceeded else 0
         self.over[(robot, kind)] = count
         return count >= self.spec.debounce
