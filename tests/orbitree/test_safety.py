@@ -62,7 +62,7 @@ def test_a_repeated_stale_reading_is_not_counted_twice(world):
 
 
 def test_speed_workspace_stale_and_protective_stop_trip_at_once(world):
-    tick, _, ctx = world
+    tick, _, _ = world
     assert tick(speed=0.31) == ["tcp_speed"]
     assert tick(z=0.04) == ["workspace"]
     assert tick(stop=True) == ["protective_stop"]
@@ -93,7 +93,8 @@ def test_force_violation_hands_over_to_the_recovery_which_releases_and_backs_off
     executive = Executive(mission, log_path=str(tmp_path / "run.jsonl"))
     result = executive.run()
     assert result.status == "ABORTED"
-    assert result.reason.startswith("safety: arm: wrist force") and "recovery 'safe retreat' SUCCESS" in result.reason
+    assert result.reason.startswith("safety: arm: wrist force")
+    assert "recovery 'safe retreat' SUCCESS" in result.reason
     log = read_log(tmp_path / "run.jsonl")
     events = [e for t in log.ticks for e in t.get("events", [])]
     violation = next(e for e in events if e["kind"] == "safety_violation")
