@@ -116,7 +116,7 @@ def bb_value(page, key: str) -> str:
 
 def test_live_page_shows_the_tree_running_then_success_blackboard_and_pause_step_resume(page, serve, tmp_path):
     log = tmp_path / "run.jsonl"
-    settle = "tree.sequence.children.1.parallel.children.1.wait.duration=8 s"  # time to pause in, even on a loaded machine
+    settle = "tree.sequence.children.1.parallel.children.1.wait.duration=8 s"  # time to pause in, loaded or not
     served = serve("run", str(DEMO), "--set", settle, "--view", "web", "--realtime", "--paused", "--log", str(log))
     page.goto(served.url)
     # the tree: every node, drawn with its name and kind, all idle before the first tick
