@@ -45,15 +45,7 @@ class StubLeaf(Leaf):
     """Stands in for a substituted leaf: RUNNING for ``after`` of mission time, then ``status``."""
 
     kind = "stub"
-    substitute: ClassVar[SubstituteSpec] = SubstituteSpec(match="*")
-
-    @classmethod
-    def reads(cls, params: Any) -> list[str]:
-        return []
-
-    @classmethod
-    def writes(cls, params: Any) -> list[str]:
-        return []
+    substitute: ClassVar[SubstituteSpec] = SubstituteSpec(match="*")  # reads and writes nothing
 
     def initialise(self) -> None:
         self.until = self.ctx.now + self.substitute.after
