@@ -139,7 +139,7 @@ def test_live_page_shows_the_tree_running_then_success_blackboard_and_pause_step
 
     # pause: the tick count stops
     page.click("#btn-pause")
-    page.wait_for_selector("#run-state:has-text('paused before tick')")
+    page.wait_for_function("/^paused before tick \\d+$/.test(document.querySelector('#run-state').textContent)")
     assert re.fullmatch(r"paused before tick \d+", page.inner_text("#run-state"))
     paused_at = tick(page)
     time.sleep(0.6)

@@ -186,7 +186,11 @@
       body: JSON.stringify(command),
     });
     if (response.ok) {
-      S.control = await response.json();
+      const reply = await response.json();
+      // the stream may have told us first that the loop is now held (its reply was taken
+      // before the hold began): keep that, and take the rest (breakpoints, flags) from the reply
+      const heldSince = S.control.held && reply.paused && !reply.held;
+      S.control = heldSince ? { ...reply, held: true, held_at: S.control.held_at } : reply;
       schedule("state");
     }
   }
