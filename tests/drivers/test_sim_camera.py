@@ -54,6 +54,12 @@ def test_default_intrinsics_are_900px_centred_with_mild_distortion() -> None:
     shift = np.linalg.norm(cv2.undistortPoints(corner, intr.camera_matrix, intr.dist_coeffs,
                                                P=intr.camera_matrix) - corner)
     assert 1.0 < shift < 30.0  # mild: a few pixels to tens of pixels at the image corner
+    # and it is the model the renderer projects with: distorting the undistorted corner gives
+    # the corner pixel back
+    ray = cv2.undistortPoints(corner, intr.camera_matrix, intr.dist_coeffs).reshape(1, 2)
+    back, _ = cv2.projectPoints(np.array([[ray[0, 0], ray[0, 1], 1.0]]), np.zeros(3), np.zeros(3),
+                                intr.camera_matrix, intr.dist_coeffs)
+    np.testing.assert_allclose(back.reshape(2), [0.0, 0.0], atol=0.05)
 
 
 def test_rendered_marker_corners_sit_at_their_projected_pixels() -> None:

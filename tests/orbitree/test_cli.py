@@ -122,7 +122,7 @@ def test_signal_halts_the_tree_and_writes_the_footer(tmp_path, sig, reason):
     proc = start("run", str(DEMO), "--view", "none", "--realtime", "--log", str(log))
     wait_for_ticks(log, 10)
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
     parsed = read_log(log)
     assert parsed.footer["summary"]["status"] == "ABORTED"
