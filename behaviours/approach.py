@@ -11,6 +11,7 @@ YAML::
         tolerance: 0.001          # stop when the error norm ‖e‖ is below this (m and rad mixed)
         back_off: 0 mm            # aim this much further out along the target's z (a pre-dock pose)
         lost_after: 500 ms        # FAILURE when the target has not been seen for this long
+        contact_guard: {force: 25 N, torque: 3 Nm, readings: 3}   # optional, see below
 
 PBVS (``orbitree.skills.pbvs``): the error between the board pose the camera sees and the pose
 it would see with the TCP at the envelope's aim point (docked, backed off by the standoff),
@@ -22,6 +23,13 @@ as in the seed. With ``back_off`` the aim is moved out along the target's z: a f
 a pre-dock pose a few centimetres out keeps the guide petals clear of the receptacle while the
 lateral error is still large (PBVS shrinks every axis at the same rate, so a target far off to
 the side would otherwise be met edge-on), and a second one with no back-off goes in.
+With ``contact_guard`` the approach also watches the wrist: PBVS moves in free space (the
+final approach stops short of the receptacle by the envelope's standoff), so a force or torque
+above the guard's on ``readings`` consecutive fresh wrist readings is an unexpected contact — a
+target knocked into the tool's path, the petals caught on a moved receptacle's rim. The arm
+stops, an ``unexpected_contact`` event is logged and the approach fails (the mission backs out
+and approaches again); the safety monitor's limits stay the last line. A repeated (stale)
+reading is not counted: the monitor judges a dropped-out sensor.
 Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
 """
 
@@ -32,7 +40,7 @@ import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
 from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import AngularSpeed, Duration, Length, Speed
+from orbitree.quantities import AngularSpeed, Duration, Force, Length, Speed, Torque
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.pbvs import camera_to_tcp_twist, camera_velocity, saturate_twist
@@ -47,6 +55,13 @@ class GainParams(BaseModel):
     slope0: float = Field(30.0, gt=0.0, description="slope of the gain at zero error")
 
 
+class ContactGuard(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    force: Force = Field(gt=0.0, description="wrist force that means unexpected contact")
+    torque: Torque = Field(gt=0.0, description="wrist torque that means unexpected contact")
+    readings: int = Field(3, ge=1, description="consecutive fresh readings above either limit")
+
+
 class ApproachParams(MotionParams):
     target: str
     envelope: str = Field("sirom", description="capture envelope (docked pose and standoff)")
@@ -57,6 +72,9 @@ class ApproachParams(MotionParams):
     tolerance: float = Field(0.001, gt=0.0, description="‖e‖ at which the approach ends")
     lost_after: Duration = Field(0.5, gt=0.0)
     back_off: Length = Field(0.0, ge=0.0, description="extra distance out along the target's z")
+    contact_guard: ContactGuard | None = Field(
+        None, description="stop and fail on an unexpected contact (wrist force or torque)"
+    )
 
 
 class Approach(MotionLeaf):
@@ -67,7 +85,8 @@ class Approach(MotionLeaf):
     @classmethod
     def reads(cls, params: ApproachParams) -> list[str]:
         t = f"/target/{params.target}/"
-        return [t + "pose_base", t + "last_seen", f"/robot/{params.robot}/tcp_pose"]
+        keys = [t + "pose_base", t + "last_seen", f"/robot/{params.robot}/tcp_pose"]
+        return keys + ([f"/robot/{params.robot}/wrench"] if params.contact_guard is not None else [])
 
     @classmethod
     def writes(cls, params: ApproachParams) -> list[str]:
@@ -84,7 +103,13 @@ class Approach(MotionLeaf):
         aim[2, 3] += self.params.back_off
         self.desired = np.linalg.inv(aim @ self.cam2tcp)  # the board as the camera sees it there
 
+    def initialise(self) -> None:
+        self.over = 0  # consecutive fresh wrist readings above the contact guard
+
     def update(self) -> Status:
+        if self._unexpected_contact():
+            self._stop()
+            return Status.FAILURE
         t = f"/target/{self.params.target}/"
         last_seen = self.read(t + "last_seen")
         if last_seen is None or self.ctx.now - last_seen > self.params.lost_after:
@@ -108,6 +133,26 @@ class Approach(MotionLeaf):
         self.moving = True
         self.feedback_message = f"‖e‖ = {command.error_norm:.4f}, λ = {command.gain:.2f}"
         return Status.RUNNING
+
+    def _unexpected_contact(self) -> bool:
+        guard = self.params.contact_guard
+        if guard is None:
+            return False
+        key = self.robot_key("wrench")
+        wrench, age = self.read(key), self.ctx.age(key)
+        if wrench is None or age is None or age > 0.0:
+            return False  # nothing new this tick
+        force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
+        self.over = self.over + 1 if force > guard.force or torque > guard.torque else 0
+        if self.over < guard.readings:
+            return False
+        self.feedback_message = (
+            f"unexpected contact: |F| = {force:.1f} N (guard {guard.force:g} N), "
+            f"|T| = {torque:.2f} Nm (guard {guard.torque:g} Nm)"
+        )
+        self.ctx.event("unexpected_contact", node=self.name, robot=self.params.robot,
+                       force_n=round(force, 3), torque_nm=round(torque, 4))
+        return True
 
     def _stop(self) -> None:
         if self.moving:

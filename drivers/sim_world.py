@@ -12,6 +12,13 @@ interface within their reach, the hooks' pull (``hook_force`` × closure along t
 −z, into its face). The arm itself follows its commands exactly (its reported TCP pose is the
 commanded one, as a UR reports it); only the tool and the sensor see the contact.
 
+A bumped target (the ``target_bumped`` fault, ``push_target``) is pushed, not teleported: it
+moves along the offset at a finite speed, and near a tool in steps of 0.2 mm, each checked
+against the contact model; a step that the tool resists along its motion with more than the
+push's ``force`` is halved, down to nothing, so an engaged tool holds the target back and the
+wrist carries what the push forces through (a step displacement of an engaged target would
+stretch the 20 N/mm compliance by its whole length in one tick).
+
 Ground truth (``target_pose``, the cameras' ``ground_truth_board2cam``, ``tool_pose``) is for
 tests, reports and fault injection only; estimators see rendered images.
 """
@@ -19,9 +26,10 @@ tests, reports and fault injection only; estimators see rendered images.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.sim_camera import SimCamera, board_object, table_object
 from orbitree.drivers.sim_latch import SimLatch
@@ -33,6 +41,8 @@ CONTACT_RANGE_M = 0.12
 """Contact is solved while the TCP is within this distance of a target's origin."""
 HOOK_REACH_M = (0.008, 0.012)
 """Hooks grip when the TCP is within (lateral, axial) of the docked pose, in the target frame."""
+PUSH_STEP_M = 2e-4
+"""A pushed target near a tool advances at most this far per contact solve."""
 
 
 @dataclass
@@ -52,6 +62,38 @@ class Docking:
 
 
 @dataclass
+class Push:
+    """A target pushed along ``offset`` (its own frame) at a finite speed with at most ``force``
+    (the target_bumped fault). The push lasts ``duration``, the time the offset takes free; a
+    tool in the way holds the target back (the push advances only as far as the contact's
+    resistance along the motion stays within ``force``), and when the time is up the target
+    rests where it got to."""
+
+    target: str
+    origin: np.ndarray  # board2world when the push began
+    xyz: np.ndarray  # offset translation, target frame
+    rotvec: np.ndarray  # offset rotation, target frame
+    duration: float
+    force: float
+    start: float
+    elapsed: float = 0.0
+    progress: float = 0.0  # fraction of the offset done
+    peak_resistance_n: float = 0.0
+    held_s: float = 0.0  # time the contact held the target back
+
+    def pose(self, s: float) -> np.ndarray:
+        offset = np.eye(4)
+        offset[:3, :3] = Rotation.from_rotvec(s * self.rotvec).as_matrix()
+        offset[:3, 3] = s * self.xyz
+        return self.origin @ offset
+
+    def record(self, now: float) -> dict[str, object]:
+        return {"target": self.target, "start": round(self.start, 6), "end": round(now, 6),
+                "reached": round(self.progress, 4), "peak_resistance_n": round(self.peak_resistance_n, 3),
+                "held_s": round(self.held_s, 6)}
+
+
+@dataclass
 class SimWorld:
     seed: int = 0
     time: float = 0.0
@@ -64,6 +106,8 @@ class SimWorld:
     docking: dict[str, Docking] = field(default_factory=dict)  # by robot name
     peaks: dict[str, float] = field(default_factory=lambda: {"force_n": 0.0, "speed_mps": 0.0})
     workspace_box: tuple[np.ndarray, np.ndarray] | None = None
+    pushes: list[Push] = field(default_factory=list)
+    pushed: list[dict[str, object]] = field(default_factory=list)  # records of finished pushes
     """Ground-truth peaks for reports: contact force on the tool, TCP speed, distance out of
     ``workspace_box`` (set by the executive from the mission's ``safety.workspace``)."""
 
@@ -109,6 +153,8 @@ class SimWorld:
             robot.step(dt)
         for latch in self.latches.values():
             latch.step(dt)
+        for push in list(self.pushes):
+            self._advance(push, dt)
         for name, dock in self.docking.items():
             self._contact(name, dock)
             self.peaks["force_n"] = max(self.peaks["force_n"], float(np.linalg.norm(dock.wrench[:3])))
@@ -183,3 +229,91 @@ class SimWorld:
                 # then pulls it back toward the arm, through the contact model, from there on
                 dock.real = carry @ dock.real
                 dock.commanded = carry @ dock.commanded if dock.commanded is not None else None
+
+    # -- bumps -------------------------------------------------------------------------------
+    def push_target(
+        self, name: str, offset: np.ndarray, speed: float = 0.1, angular_speed: float = np.radians(20.0),
+        force: float = 50.0,
+    ) -> Push:
+        """Start pushing target ``name`` by ``offset`` ((4, 4), its own frame), moving at
+        ``speed`` [m/s] / ``angular_speed`` [rad/s], with at most ``force`` [N] (see :class:`Push`).
+        A push already under way on that target ends where it is."""
+        for push in [p for p in self.pushes if p.target == name]:
+            self._finish(push)
+        rotvec = Rotation.from_matrix(offset[:3, :3]).as_rotvec()
+        xyz = np.array(offset[:3, 3], dtype=float)
+        duration = max(float(np.linalg.norm(xyz)) / speed, float(np.linalg.norm(rotvec)) / angular_speed)
+        push = Push(name, self.targets[name].copy(), xyz, rotvec, duration, force, self.time)
+        self.pushes.append(push)
+        return push
+
+    def _advance(self, push: Push, dt: float) -> None:
+        push.elapsed += dt
+        wanted = 1.0 if push.elapsed >= push.duration else push.elapsed / push.duration
+        if wanted > push.progress:
+            # near a tool, in pieces of at most PUSH_STEP_M (the contact follows the path: a
+            # petal tip does not jump a chamfer's edge in one solve)
+            span = (wanted - push.progress) * max(float(np.linalg.norm(push.xyz)),
+                                                  0.1 * float(np.linalg.norm(push.rotvec)))
+            pieces = int(np.ceil(span / PUSH_STEP_M)) if self._near(push.target) else 1
+            for k in range(max(pieces, 1)):
+                goal = push.progress + (wanted - push.progress) / (max(pieces, 1) - k)
+                if not self._push_to(push, goal):
+                    break
+            if push.progress < wanted - 1e-9:
+                push.held_s += dt
+        if push.elapsed >= push.duration or push.progress >= 1.0 - 1e-12:
+            self._finish(push)
+
+    def _near(self, target: str) -> bool:
+        where = self.targets[target][:3, 3]
+        return any(np.linalg.norm(self.robots[name].tcp2base()[:3, 3] - where) < CONTACT_RANGE_M
+                   for name in self.docking)
+
+    def _push_to(self, push: Push, s: float) -> bool:
+        """Advance the push to ``s``, or as far toward it as ``force`` goes (halving the step
+        down to 1/16); True if it got there."""
+        step = s - push.progress
+        for fraction in (1.0, 0.5, 0.25, 0.125, 0.0625):
+            saved = self._save(push.target)
+            resistance = self._try(push, push.progress + fraction * step)
+            if resistance <= push.force:
+                push.progress += fraction * step
+                push.peak_resistance_n = max(push.peak_resistance_n, resistance)
+                return fraction == 1.0
+            self._restore(push.target, saved)
+        return False
+
+    def _try(self, push: Push, s: float) -> float:
+        """Move the target to ``s`` of the push; the contact's resistance along the motion [N]."""
+        old = self.targets[push.target]
+        self.move_target(push.target, push.pose(s))
+        carry = self.targets[push.target] @ np.linalg.inv(old)
+        resistance = 0.0
+        for name, dock in self.docking.items():
+            self._contact(name, dock)
+            if dock.target != push.target or dock.commanded is None or dock.real is None:
+                continue
+            point = dock.real[:3, 3]
+            motion = carry[:3, :3] @ point + carry[:3, 3] - point
+            if np.linalg.norm(motion) < 1e-12:
+                continue
+            force_world = dock.commanded[:3, :3] @ dock.wrench[:3]  # on the tool, from the target
+            resistance = max(resistance, float(force_world @ motion / np.linalg.norm(motion)))
+        return resistance
+
+    def _save(self, target: str) -> tuple[np.ndarray, dict[str, dict[str, object]]]:
+        state = [f.name for f in fields(Docking) if f.name not in ("model", "hook_force", "solve_s", "solves")]
+        docks = {n: {key: getattr(d, key) for key in state} for n, d in self.docking.items()}
+        return self.targets[target], docks
+
+    def _restore(self, target: str, saved: tuple[np.ndarray, dict[str, dict[str, object]]]) -> None:
+        self.targets[target] = saved[0]
+        for name, values in saved[1].items():
+            for key, value in values.items():
+                setattr(self.docking[name], key, value)
+
+    def _finish(self, push: Push) -> None:
+        if push in self.pushes:
+            self.pushes.remove(push)
+            self.pushed.append(push.record(self.time))

@@ -148,14 +148,19 @@ class SimWorldDevice:
     def shutdown(self) -> None:
         pass
 
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, Any]:
         """Ground truth the sensors may not tell (a biased or dropped-out wrist sensor): the
-        peak contact force on the tool, TCP speed and distance out of the safety workspace."""
+        peak contact force on the tool, TCP speed and distance out of the safety workspace; and
+        how far each bump pushed its target (``target_pushes``: ``reached`` is the fraction of
+        the offset, ``peak_resistance_n`` what the tool held it back with)."""
         peaks = self.world.peaks
         out = {"true_max_contact_force_n": round(peaks["force_n"], 4),
                "true_max_tcp_speed_mps": round(peaks["speed_mps"], 6)}
         if "workspace_exit_m" in peaks:
             out["true_workspace_exit_m"] = round(peaks["workspace_exit_m"], 6)
+        pushes = [*self.world.pushed, *(p.record(self.world.time) for p in self.world.pushes)]
+        if pushes:
+            out["target_pushes"] = pushes
         return out
 
 

@@ -51,8 +51,12 @@ tick_overrun        ``node``, ``delay``        ticking that node takes ``delay``
                                                clock the world advances by ``delay`` while the
                                                tree does not command (once; with ``for``, at
                                                every tick of the node while active)
-target_bumped       ``offset`` (pose)          the target moves once by ``offset``, in its own
-                                               frame (simulation only; on hardware a
+target_bumped       ``offset`` (pose),         the target is pushed by ``offset``, in its own
+                    ``speed`` (0.1 m/s),       frame, moving at ``speed`` / ``angular_speed``
+                    ``angular_speed``          with at most ``force``: a tool in its way holds
+                    (20 deg/s), ``force``      it back and it stops short (when the push
+                    (50 N)                     would have ended it rests where it got to);
+                                               simulation only (on hardware a
                                                ``fault_not_injected`` event)
 latch_failure       —                          ``close()`` does not reach the hooks; the latch
                                                reports CLOSING for its travel time, then FAULT
@@ -79,6 +83,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
@@ -95,7 +100,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from orbitree.errors import Diagnostic
-from orbitree.quantities import Duration, Force, PoseField, Torque
+from orbitree.quantities import AngularSpeed, Duration, Force, PoseField, Speed, Torque
 from orbitree.spec import NodeSpec
 
 if TYPE_CHECKING:
@@ -258,12 +263,21 @@ class TickOverrunFault(FaultBase):
 
 
 class TargetBumpedFault(FaultBase):
-    """The target is knocked out of place (simulation only)."""
+    """The target is knocked out of place (simulation only): pushed along ``offset`` at a finite
+    speed with a finite force, so a tool in its way holds it back (``SimWorld.push_target``)."""
 
     instantaneous: ClassVar[bool] = True
     kind: Literal["target_bumped"]
     target: str | None = Field(None, description="the target (default: the mission's only target)")
     offset: PoseField = Field(description="motion of the target, in its own frame")
+    speed: Speed = Field(0.1, gt=0.0, description="how fast the bump moves the target")
+    angular_speed: AngularSpeed = Field(
+        math.radians(20.0), gt=0.0, description="how fast the bump turns the target"
+    )
+    force: Force = Field(
+        50.0, gt=0.0, description="the most the bump pushes with: a tool holding the target back "
+        "with more stops it short of the offset",
+    )
 
 
 class LatchFailureFault(RobotFault):

@@ -337,7 +337,8 @@ class FaultInjector:
             world = self._ctx.world
             if world is None:
                 return "no simulated world: a real target cannot be moved by software"
-            world.move_target(entry.target, world.target_pose(entry.target) @ fault.offset.matrix())
+            world.push_target(entry.target, fault.offset.matrix(), speed=fault.speed,
+                              angular_speed=fault.angular_speed, force=fault.force)
         return None
 
     def _stall(self, delay: float) -> None:

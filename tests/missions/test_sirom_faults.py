@@ -99,3 +99,36 @@ def test_every_skill_replaced_by_stubs_runs_the_mission_tree_to_success(tmp_path
     assert phases["approach"] == pytest.approx(4.0, abs=0.05)  # two stubbed approaches of 2 s
     assert phases["capture"] == pytest.approx(1.0, abs=0.05) and phases["dock"] == pytest.approx(1.0, abs=0.05)
     assert not [c for t in log.ticks for c in t.get("cmd", []) if c["cmd"] in MOTION]
+
+
+KNOCK = "{at: 6.83 s, kind: target_bumped, offset: {xyz: [24 mm, -26 mm, 0], rpy: [0, 0, -6]}%s}"
+
+
+def test_target_knocked_into_the_tool_in_the_final_approach_is_backed_out_of_and_docked(tmp_path):
+    # 6.83 s is the last second of the final approach: the petals are at the receptacle's mouth
+    mission = load_mission(MISSION, [START, f"faults=[{KNOCK % ''}]", "max_duration=60 s"])
+    result = Executive(mission, log_path=str(tmp_path / "knock.jsonl")).run()
+    assert result.status == "SUCCESS", result.reason
+    log = read_log(tmp_path / "knock.jsonl")
+    guards = [e for t in log.ticks for e in t.get("events", []) if e["kind"] == "unexpected_contact"]
+    assert [e["node"] for e in guards] == ["final approach"]
+    (push,) = result.summary["target_pushes"]
+    assert push["held_s"] > 0.0 and push["peak_resistance_n"] <= 50.0  # the tool was in the way
+    assert result.summary["true_max_contact_force_n"] < 0.8 * mission.model.safety.max_force
+    assert result.summary["safety_violations"] == []
+    assert result.summary["in_capture_envelope_true"] is True
+
+
+def test_a_hard_knock_on_the_tool_is_stopped_by_the_safety_monitor(tmp_path):
+    mission = load_mission(MISSION, [START, f"faults=[{KNOCK % ', force: 1000 N'}]", "max_duration=60 s"])
+    executive = Executive(mission, log_path=str(tmp_path / "hard.jsonl"))
+    result = executive.run()
+    assert result.status == "ABORTED" and result.reason.startswith("safety: arm: wrist force")
+    first = result.summary["safety_violations"][0]
+    assert first["check"] == "force" and first["value"] > 120.0
+    log = read_log(tmp_path / "hard.jsonl")
+    commands = [c["cmd"] for t in log.ticks for c in t.get("cmd", []) if c.get("device") == "arm"]
+    assert commands[-1] == "stop"
+    arm = executive.ctx.world.robots["arm"]
+    arm.step(0.5)
+    assert float(np.linalg.norm(arm.read_truth()[0])) < 1e-6
