@@ -149,7 +149,7 @@ class Executive:
         self._timer = TimingVisitor(self.tree.behaviours)
         self._bt = py_trees.trees.BehaviourTree(self.tree.root)
         self._writer = py_trees.blackboard.Client(name="executive")
-        for key in {*model.blackboard, *(k for d in self.drivers for k in d.keys())}:
+        for key in {*model.blackboard, "/faults/active", *(k for d in self.drivers for k in d.keys())}:
             self._writer.register_key(key=key, access=py_trees.common.Access.WRITE)
         self._record_keys: dict[str, bool] = {}
         self._view_keys: dict[str, bool] = {}
@@ -175,6 +175,7 @@ class Executive:
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
         violations: list[dict[str, Any]] = []
+        active_ids: list[int] | None = None  # ids of the faults in /faults/active
 
         def record_tick(n: int, t: float, tick_ms: float) -> dict[int, str]:
             statuses = [b.status for b in behaviours]
@@ -252,6 +253,10 @@ class Executive:
                     self._between_ticks(gates, clock)
                 self.ctx.now = clock.now
                 self.injector.before_tick(clock.now)
+                active = self.injector.active
+                if [f["id"] for f in active] != active_ids:
+                    active_ids = [f["id"] for f in active]
+                    self._write("/faults/active", [dict(f) for f in active])
                 for driver in self.drivers:
                     try:
                         readings = driver.read(clock.now)

@@ -68,7 +68,9 @@ are read; a fault with ``when`` starts at the tick after the one in which the st
 event in the mission log (``fault`` = kind, ``phase`` = start or end, ``id`` = index in the
 schedule, and the parameters, in SI) and each injected fault is one entry of the summary's
 ``faults``: ``{id, kind, start, end, trigger, params}``. Faults still active at the end of the
-run end then.
+run end then. The blackboard key ``/faults/active`` holds the entries of the faults active now
+(rewritten in the tick the set changes; instantaneous kinds are never in it), for conditions
+and views.
 
 Node substitution (``substitute:``) replaces leaves, chosen by a glob on their name (``match:
 "pbvs*"``) or by kind (``kind: approach``), with a stub that stays RUNNING for ``after`` of

@@ -233,6 +233,7 @@ def check_writers(mission: Mission) -> dict[str, list[str]]:
             writers.setdefault(key, []).append(f"robot {name}")
     if mission.model.robots:
         writers.setdefault("/safety/violations", []).append("safety monitor")
+    writers.setdefault("/faults/active", []).append("fault injector")
     readers: list[tuple[NodeSpec, str]] = []
     for spec in mission.nodes():
         for key in _node_writes(spec):

@@ -239,3 +239,21 @@ def test_faults_are_settable_from_the_command_line(tmp_path):
     assert wrench_by_tick(log)[4] == pytest.approx([0, 48, 64, 0, 0, 0])
     assert np.allclose(wrench_by_tick(log)[5], 0.0)
     assert result.summary["faults"][0]["params"]["axis"] == [0.0, 0.6, 0.8]
+
+
+def test_the_active_faults_are_on_the_blackboard_while_they_last(tmp_path):
+    faults = """
+faults:
+  - {at: 0.2 s, kind: ft_bias, force: [1, 2, 3 N], torque: [0, 0, 0], for: 0.3 s}
+  - {at: 0.3 s, kind: command_latency, delay: 10 ms, for: 0.1 s}
+  - {at: 0.3 s, kind: ft_spike, magnitude: 10 N}
+"""
+    extra = ARM.replace("record: {keys: [/robot/arm/*]}", "record: {keys: [/faults/active]}")
+    result, log, _ = run(tmp_path, TWO_WAITS, extra + faults)
+    assert result.status == "SUCCESS"
+    written = {t["n"]: [f["kind"] for f in t["bb"]["/faults/active"]]
+               for t in log.ticks if "/faults/active" in t.get("bb", {})}
+    # an instantaneous fault (the spike) is never 'active'; the list is rewritten when it changes
+    assert written == {0: [], 2: ["ft_bias"], 3: ["ft_bias", "command_latency"], 4: ["ft_bias"], 5: []}
+    entry = log.ticks[3]["bb"]["/faults/active"][1]
+    assert entry["start"] == 0.3 and entry["params"] == {"robot": "arm", "delay": 0.01}
