@@ -1,4 +1,5 @@
-"""``orbitree campaign``: run one mission many times on a local process pool and tabulate the runs.
+"""``orbitree campaign``: run one mission many times on a local process pool (or a Dask cluster:
+:mod:`orbitree.campaign_dask`) and tabulate the runs.
 
 A campaign file (YAML, paths relative to it)::
 
@@ -413,8 +414,10 @@ def run_campaign(
     limit: int | None = None,
     runner: Callable[[RunSpec], dict[str, Any]] = run_case,
     progress: bool = True,
+    scheduler: str | None = None,
 ) -> CampaignResult:
-    """Run every planned run on a process pool, then write ``summary.csv``, ``campaign.json``, plots.
+    """Run every planned run on a process pool (or, with ``scheduler``, on the Dask cluster at that
+    address: :mod:`orbitree.campaign_dask`), then write ``summary.csv``, ``campaign.json``, plots.
 
     ``runner`` (a module-level function, so that it pickles) runs one ``RunSpec`` in a worker and
     returns ``{status, reason, summary}``; the default is :func:`run_case`.
@@ -425,12 +428,20 @@ def run_campaign(
     size = max(1, min(workers or campaign.model.workers or os.cpu_count() or 1, len(specs) or 1))
     started = time.monotonic()
     rows: dict[str, dict[str, Any]] = {}
-    pool = _Pool(size, runner)
+    pool: Any
+    if scheduler:
+        from orbitree.campaign_dask import DaskPool
+
+        pool = DaskPool(scheduler, runner)
+    else:
+        pool = _Pool(size, runner)
     with _Progress(campaign.name, len(specs), progress) as bar:
         try:
             pool.run(specs, rows, bar)
         except KeyboardInterrupt:  # a second Ctrl-C: the workers were killed; keep what finished
             pool.interrupted = True
+    if scheduler:
+        size = pool.workers
     ordered = [rows[s.run_id] for s in specs if s.run_id in rows]
     cases = len({s.case for s in specs})
     result = CampaignResult(ordered, len(specs), cases, time.monotonic() - started, pool.interrupted)

@@ -80,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     campaign.add_argument("--workers", type=_positive, help="worker processes (default: the file's, or CPUs)")
     campaign.add_argument("--limit", type=_positive, help="run only the first N cases")
     campaign.add_argument("--no-progress", action="store_true", help="no progress bar")
+    campaign.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786) instead of local processes",
+    )
     with_set(campaign)
 
     report = sub.add_parser("report", help="plots of a mission log or a campaign directory")
@@ -245,11 +249,17 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _campaign(args: argparse.Namespace) -> int:
     from orbitree.campaign import load_campaign, print_table, run_campaign
+    from orbitree.campaign_dask import SchedulerUnreachable
 
     campaign = load_campaign(args.campaign, args.overrides)
-    result = run_campaign(
-        campaign, args.output, workers=args.workers, limit=args.limit, progress=not args.no_progress
-    )
+    try:
+        result = run_campaign(
+            campaign, args.output, workers=args.workers, limit=args.limit, progress=not args.no_progress,
+            scheduler=args.scheduler,
+        )
+    except SchedulerUnreachable as exc:
+        print(f"orbitree campaign: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print_table(result)
     print(f"{campaign.name}: {len(result.rows)} runs; results in {args.output}/summary.csv")
     if result.interrupted:

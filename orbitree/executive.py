@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -240,7 +241,10 @@ class Executive:
         try:
             for driver in self.drivers:
                 driver.setup()
-            self._bt.setup(timeout=15.0)
+            # py_trees enforces a setup timeout with a signal, which only the main thread may
+            # set; elsewhere (a Dask worker's thread) setup runs without one
+            on_main = threading.current_thread() is threading.main_thread()
+            self._bt.setup(timeout=15.0 if on_main else py_trees.common.Duration.INFINITE)
             if self.recovery is not None:
                 for node in self.recovery.root.iterate():
                     node.setup()
