@@ -147,6 +147,8 @@ class Executive:
             box = model.safety.workspace
             if self.ctx.world is not None and box is not None:
                 self.ctx.world.workspace_box = (np.array(box.min), np.array(box.max))
+        # node ids: the mission tree's, then the recovery tree's (logged and drawn as a second root)
+        self._nodes = [*self.tree.behaviours, *(self.recovery.behaviours if self.recovery else ())]
         self._timer = TimingVisitor(self.tree.behaviours)
         self._bt = py_trees.trees.BehaviourTree(self.tree.root)
         self._writer = py_trees.blackboard.Client(name="executive")
@@ -155,7 +157,7 @@ class Executive:
         self._record_keys: dict[str, bool] = {}
         self._view_keys: dict[str, bool] = {}
         self._view_values: dict[str, Any] = {}
-        self._view_statuses = [b.status.name for b in self.tree.behaviours]
+        self._view_statuses = [b.status.name for b in self._nodes]
         self._view_patterns = [
             *model.view.keys, *(p for v in self.views for p in getattr(v, "blackboard_keys", ()))
         ]
@@ -168,7 +170,7 @@ class Executive:
             SimClock(period, realtime=self.realtime) if self.clock == "sim" else WallClock(period)
         )
         recorder = Recorder(self.log_path)
-        behaviours = self.tree.behaviours
+        behaviours = self._nodes
         last_status = [b.status for b in behaviours]
         last_feedback = ["" for _ in behaviours]
         tick_times: list[float] = []
@@ -455,6 +457,17 @@ class Executive:
         spec = self.tree.specs[found]
         return f"node {spec.name!r} ({spec.kind}, {spec.where()}) "
 
+    def _structure(self) -> list[dict[str, Any]]:
+        """The header's ``nodes``: the mission tree, then the recovery tree (``"tree":
+        "recovery"``, its root with no parent), ids continuing."""
+        nodes = self.tree.structure()
+        if self.recovery is not None:
+            base = len(nodes)
+            for node in self.recovery.structure():
+                parent = None if node["parent"] is None else node["parent"] + base
+                nodes.append({**node, "id": node["id"] + base, "parent": parent, "tree": "recovery"})
+        return nodes
+
     def _header(self) -> dict[str, Any]:
         model = self.mission.model
         return {
@@ -466,7 +479,7 @@ class Executive:
             "rate_hz": model.rate_hz,
             "clock": self.clock,
             "start_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "nodes": self.tree.structure(),
+            "nodes": self._structure(),
             "recorded_keys": model.record.keys,
         }
 

@@ -100,9 +100,10 @@ class TerminalView:
             parts.append(Text(f"{summary['status']}: {summary['reason']}", style=f"bold {style}"))
         return Group(*parts)
 
-    def _tree(self, snap: Snapshot) -> Tree:
+    def _tree(self, snap: Snapshot) -> Group:
+        """The mission tree; a second root (the safety recovery tree) once it has run."""
         built: dict[int, Tree] = {}
-        root: Tree | None = None
+        roots: list[Tree] = []
         for node in self.nodes:
             i = node["id"]
             status = snap.statuses[i]
@@ -113,11 +114,12 @@ class TerminalView:
             if status == "RUNNING" and snap.feedback[i]:
                 label.append(f"  {snap.feedback[i]}", style="italic")
             if node["parent"] is None:
-                root = built[i] = Tree(label, guide_style="dim")
+                built[i] = Tree(label, guide_style="dim")
+                if i == 0 or status != "INVALID":
+                    roots.append(built[i])
             else:
                 built[i] = built[node["parent"]].add(label)
-        assert root is not None
-        return root
+        return Group(*roots)
 
     def _blackboard(self, values: dict[str, Any]) -> Table:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))

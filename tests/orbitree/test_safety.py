@@ -102,6 +102,14 @@ def test_force_violation_hands_over_to_the_recovery_which_releases_and_backs_off
     assert [e["phase"] for e in events if e["kind"] == "recovery"] == ["start", "end"]
     recorded = [t["bb"]["/safety/violations"] for t in log.ticks if "/safety/violations" in t.get("bb", {})]
     assert recorded and recorded[0][0]["check"] == "force"
+    # the recovery tree is in the log as a second root, its statuses recorded like the mission's
+    nodes = log.header["nodes"]
+    recovery = [n for n in nodes if n.get("tree") == "recovery"]
+    assert recovery[0]["name"] == "safe retreat" and recovery[0]["parent"] is None
+    ids = {n["name"]: n["id"] for n in recovery}
+    trace = [(nodes[i]["name"], status) for _, i, status in log.status_trace() if i in ids.values()]
+    assert trace[0] == ("safe retreat", "RUNNING") and ("safe retreat", "SUCCESS") in trace
+    assert ("release", "SUCCESS") in trace
     # the hooks were opened and the tool backed off 100 mm along its axis, away from the target
     world = executive.ctx.world
     assert world.latches["arm"].closure == 0.0

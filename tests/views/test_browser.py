@@ -201,8 +201,12 @@ def test_docking_mission_tree_with_plots(page, serve):
     served = serve("run", str(SIROM.relative_to(ROOT)), "--view", "web", "--paused")
     page.goto(served.url)
     page.wait_for_selector("g.node")
-    tree = build_tree(load_mission(SIROM).root, Context())
-    assert [(name, kind) for name, kind, _ in read_nodes(page)] == [(spec.name, spec.kind) for spec in tree.specs]
+    mission = load_mission(SIROM)
+    tree, recovery = build_tree(mission.root, Context()), build_tree(mission.recovery, Context())
+    # the mission tree, then the safety recovery tree ('safe retreat') as a second root
+    expected = [(spec.name, spec.kind) for spec in (*tree.specs, *recovery.specs)]
+    assert [(name, kind) for name, kind, _ in read_nodes(page)] == expected
+    assert expected[len(tree.specs)] == ("safe retreat", "sequence")
     page.click("#btn-step")
     page.wait_for_function("document.querySelector('#tick').textContent == '0'")
     assert page.locator('g.node[data-status="RUNNING"]').count() >= 2  # the root and a leaf

@@ -263,7 +263,12 @@
       pos[id] = { x: depth * COL_W, y: y * ROW_H };
       return y;
     };
-    if (S.nodes.length) place(0, 0);
+    // the mission tree, then any other root (the safety recovery tree) below it, a row apart
+    for (const n of S.nodes) {
+      if (n.parent !== null && n.parent !== undefined) continue;
+      if (n.id !== 0) row += 1;
+      place(n.id, 0);
+    }
     return { pos, rows: row };
   }
 
