@@ -677,6 +677,7 @@ def aggregate(campaign: Campaign, result: CampaignResult, workers: int) -> dict[
         "limit_violations": sum(bool(_exceeded(r, campaign)) for r in rows),
         "fault_outcomes": fault_outcomes(rows, campaign) or None,
         "peak_contact_force_n": _worst(rows, lambda s: s.get("max_contact_force_n")),
+        "peak_contact_force_true_n": _worst(rows, lambda s: s.get("true_max_contact_force_n")),
         "wall_time_s": {
             "median": round(statistics.median(walls), 3) if walls else None,
             "total": round(sum(walls), 3),
@@ -687,19 +688,26 @@ def aggregate(campaign: Campaign, result: CampaignResult, workers: int) -> dict[
 
 
 def write_outputs(campaign: Campaign, result: CampaignResult, out: Path) -> None:
-    from orbitree.report import Report, campaign_facts, campaign_figures, read_summary_csv, write_index
+    from orbitree.report import (
+        Report,
+        campaign_facts,
+        campaign_figures,
+        campaign_tables,
+        read_summary_csv,
+        write_index,
+    )
 
     write_csv(result.rows, out / "summary.csv")
     (out / "campaign.json").write_text(json.dumps(result.aggregate, indent=2) + "\n", encoding="utf-8")
-    faults = result.aggregate.get("fault_outcomes")
-    if faults:
+    tables = campaign_tables(result.aggregate)
+    for _, header, rows in tables:
         with (out / "faults.csv").open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["fault", "success", "safe_abort", "violation", "error"])
-            for kind, counts in sorted(faults.items()):
-                writer.writerow([kind, *(counts[k] for k in ("success", "safe_abort", "violation", "error"))])
+            writer.writerow(header)
+            writer.writerows(rows)
     figures = campaign_figures(read_summary_csv(out / "summary.csv"), result.aggregate["envelope"], out)
-    write_index(Report(f"Campaign report: {campaign.name}", out, figures, campaign_facts(result.aggregate)), out)
+    write_index(Report(f"Campaign report: {campaign.name}", out, figures, campaign_facts(result.aggregate),
+                       tables=tables), out)
 
 
 def print_table(result: CampaignResult, file: Any = None) -> None:

@@ -93,6 +93,7 @@ class Report:
     figures: list[FigureEntry]
     facts: list[tuple[str, str]] = field(default_factory=list)
     index: Path | None = None
+    tables: list[tuple[str, list[str], list[list[Any]]]] = field(default_factory=list)  # title, header, rows
 
 
 def report(path: str | Path, out_dir: str | Path) -> Report:
@@ -399,6 +400,10 @@ def write_index(result: Report, out: Path) -> Path:
     lines = [f"# {result.title}", "", f"Source: `{result.source}`", ""]
     if result.facts:
         lines += ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in result.facts), ""]
+    for title, header, rows in result.tables:
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+        lines.append("")
     for fig in result.figures:
         lines.append(f"## {fig.caption}")
         lines.append("")
@@ -532,9 +537,23 @@ def campaign_report(campaign_dir: str | Path, out_dir: str | Path) -> Report:
     meta_path = source / "campaign.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     figures = campaign_figures(rows, meta.get("envelope"), out)
-    result = Report(f"Campaign report: {meta.get('campaign', source.name)}", source, figures, campaign_facts(meta))
+    result = Report(f"Campaign report: {meta.get('campaign', source.name)}", source, figures, campaign_facts(meta),
+                    tables=campaign_tables(meta))
     result.index = write_index(result, out)
     return result
+
+
+FAULT_OUTCOMES = ("success", "safe_abort", "violation", "error")
+
+
+def campaign_tables(meta: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The outcome per injected fault kind (``fault_outcomes`` of ``campaign.json``), if any."""
+    faults = meta.get("fault_outcomes")
+    if not faults:
+        return []
+    rows = [[kind, *(counts.get(k, 0) for k in FAULT_OUTCOMES)] for kind, counts in sorted(faults.items())]
+    return [("Outcome per injected fault kind (violation: ground truth crossed a safety limit)",
+             ["fault", *FAULT_OUTCOMES], rows)]
 
 
 def campaign_facts(meta: dict[str, Any]) -> list[tuple[str, str]]:
@@ -563,6 +582,9 @@ def campaign_facts(meta: dict[str, Any]) -> list[tuple[str, str]]:
     peak = meta.get("peak_contact_force_n")
     if peak:
         facts.append(("peak contact force", f"{peak['value']:.2f} N ({peak['run']})"))
+    peak = meta.get("peak_contact_force_true_n")
+    if peak:  # a faulty sensor can read more (a spike) or less (a bias, a dropout) than there is
+        facts.append(("peak contact force (ground truth)", f"{peak['value']:.2f} N ({peak['run']})"))
     wall = meta.get("wall_time_s") or {}
     if wall:
         facts.append(("wall time per run", f"median {wall.get('median')} s, total {wall.get('total')} s"))

@@ -173,3 +173,49 @@ def test_an_override_value_survives_the_round_trip_through_set_syntax(value):
     key, _, text = assignment("a.b", value).partition("=")
     assert key == "a.b" and "\n" not in text
     assert yaml.safe_load(text) == value
+
+
+def fault_runner(spec: RunSpec) -> dict:
+    """Outcomes as a fault campaign would produce them (module level, so it pickles)."""
+    limits = {"max_force_n": 120.0, "max_tcp_speed_mps": 0.3}
+
+    def ran(status, kind, force):
+        faults = [{"id": 0, "kind": kind}] if kind else []
+        summary = {"faults": faults, "true_max_contact_force_n": force, "true_max_tcp_speed_mps": 0.05,
+                   "safety_limits": limits}
+        return {"status": status, "reason": status, "summary": summary}
+
+    if spec.case == "boom":
+        raise RuntimeError("boom")
+    return {
+        "dropout": ran("SUCCESS", "camera_dropout", 48.0),
+        "bumped": ran("SUCCESS", "target_bumped", 131.0),  # docked, but ground truth crossed 120 N
+        "pstop": ran("ABORTED", "protective_stop", 20.0),
+        "plain": ran("SUCCESS", None, 45.0),
+    }[spec.case]
+
+
+def test_fault_campaign_counts_success_safe_abort_violation_error_per_fault_kind(tmp_path):
+    campaign = write(tmp_path / "c.yaml", f"""
+        campaign: faults
+        mission: {DEMO}
+        cases: [{{id: dropout}}, {{id: bumped}}, {{id: pstop}}, {{id: plain}}, {{id: boom}}]
+        """)
+    out = tmp_path / "out"
+    result = run_campaign(load_campaign(campaign), out, workers=1, runner=fault_runner, progress=False)
+    expected = {
+        "camera_dropout": {"success": 1, "safe_abort": 0, "violation": 0, "error": 0},
+        "target_bumped": {"success": 0, "safe_abort": 0, "violation": 1, "error": 0},
+        "protective_stop": {"success": 0, "safe_abort": 1, "violation": 0, "error": 0},
+        # runs without a fault (and a crash, which has no summary) are the 'none' row
+        "none": {"success": 1, "safe_abort": 0, "violation": 0, "error": 1},
+    }
+    assert result.aggregate["fault_outcomes"] == expected
+    assert result.aggregate["limit_violations"] == 1
+    assert result.aggregate["peak_contact_force_true_n"] == {"value": 131.0, "run": "bumped.0"}
+    assert rows_of(out / "faults.csv") == [
+        {"fault": kind, **{k: str(v) for k, v in counts.items()}} for kind, counts in sorted(expected.items())
+    ]
+    index = (out / "index.md").read_text()
+    assert "| target_bumped | 0 | 0 | 1 | 0 |" in index
+    assert "| peak contact force (ground truth) | 131.00 N (bumped.0) |" in index
