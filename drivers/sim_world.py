@@ -61,7 +61,7 @@ class Docking:
     solves: int = 0
 
 
-@dataclass
+@dataclass(eq=False)  # pushes are found in lists by identity; their arrays do not compare
 class Push:
     """A target pushed along ``offset`` (its own frame) at a finite speed with at most ``force``
     (the target_bumped fault). The push lasts ``duration``, the time the offset takes free; a

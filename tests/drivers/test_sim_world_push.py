@@ -69,3 +69,18 @@ def test_a_hard_knock_carries_an_engaged_tool_along_through_the_wrist_compliance
     (record,) = sim.pushed
     assert record["reached"] == 1.0
     assert sim.peaks["force_n"] > 400.0  # tens of millimetres of a 20 N/mm compliance
+
+
+def test_a_second_bump_on_another_target_and_a_new_bump_on_the_same_target():
+    sim = world("{xyz: [0, 0, 300 mm]}")
+    board = sim.boards["sirom"]
+    sim.add_target("spare", board, sim.target_pose("sirom") @ lateral(0.5))
+    first = sim.push_target("sirom", lateral(0.02))
+    sim.push_target("spare", lateral(0.05))  # 0.5 s: still going when the second sirom push ends
+    sim.step(DT)
+    sim.push_target("sirom", lateral(-0.02))  # ends the first where it is (0.8 mm along)
+    for _ in range(80):
+        sim.step(DT)
+    assert [(r["target"], r["reached"]) for r in sim.pushed] == [("sirom", 0.04), ("sirom", 1.0), ("spare", 1.0)]
+    moved = np.linalg.solve(first.origin, sim.target_pose("sirom"))[0, 3]
+    assert moved == pytest.approx(0.0008 - 0.02, abs=1e-9)
