@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,7 @@ def flaky_runner(spec: RunSpec) -> dict:
     if spec.case == "boom":
         raise RuntimeError("boom in a leaf")
     if spec.case == "die":
+        time.sleep(0.5)  # a Dask worker reports the run it finished before this one in the meantime
         os._exit(3)  # as a segfault in a native library would
     return run_case(spec)
 

@@ -18,8 +18,11 @@ SAME = ("run", "case", "cycle", "seed", "status", "reason", "sim_time_s", "ticks
 def cluster():
     import dask
 
-    # a task whose worker dies is not retried: the 'die' case becomes an error row at once
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), distributed.LocalCluster(
+    # a task whose worker dies is not retried: the 'die' case becomes an error row at once; and
+    # a worker holds one task at a time (by default it may hold a second, queued, which would
+    # die with it)
+    settings = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(settings), distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as local:
         yield local

@@ -14,6 +14,7 @@ import pytest
 
 from orbitree.cli import main
 from orbitree.recorder import read_log
+from tests.tests_support import ORBITREE_CLI
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "missions" / "demo_checkout.yaml"
@@ -31,7 +32,7 @@ def orbitree(*args: str, **kwargs) -> subprocess.CompletedProcess:
 
 def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "orbitree.cli", *args],
+        [*ORBITREE_CLI, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

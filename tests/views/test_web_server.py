@@ -6,7 +6,6 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from orbitree.recorder import read_log
 from orbitree.views.state import ViewState, encode, phase_ids
 from orbitree.views.web import ReplayWebView, WebView
 from tests.conftest import TEST_REGISTRY, FakeDriver, write_mission
+from tests.tests_support import ORBITREE_CLI
 from tests.views.helpers import EventReader, control, request, run_with, state, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,7 +310,7 @@ def test_a_paused_run_still_ends_on_ctrl_c_and_sigterm(tmp_path, sig, reason):
     summary = tmp_path / "s.json"
     command = ["run", str(DEMO), "--view", "web", "--port", "0", "--paused", "--summary", str(summary)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orbitree.cli", *command],
+        [*ORBITREE_CLI, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
