@@ -248,8 +248,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _campaign(args: argparse.Namespace) -> int:
-    from orbitree.campaign import load_campaign, print_table, run_campaign
+    from orbitree.campaign import load_campaign, run_campaign
     from orbitree.campaign_dask import SchedulerUnreachable
+    from orbitree.campaign_outputs import print_table
 
     campaign = load_campaign(args.campaign, args.overrides)
     try:
