@@ -15,7 +15,7 @@ import re
 from typing import ClassVar, Literal
 
 import py_trees
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from orbitree.leaf import Leaf, NodeParams
 from orbitree.quantities import BlackboardKey
@@ -26,7 +26,7 @@ _PLACEHOLDER = re.compile(r"\{(/[A-Za-z0-9_/]+)\}")
 class LogParams(NodeParams):
     message: str
     level: Literal["debug", "info", "warning", "error"] = "info"
-    keys: list[BlackboardKey] = []
+    keys: list[BlackboardKey] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _placeholders_declared(self) -> LogParams:

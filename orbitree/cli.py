@@ -74,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     tree.add_argument("--format", choices=["ascii", "dot"], default="ascii")
     with_set(tree)
 
-    campaign = sub.add_parser("campaign", help="run a mission many times on a process pool")
+    campaign = sub.add_parser(
+        "campaign", help="run a mission many times on a process pool (or a Dask cluster: --scheduler)"
+    )
     campaign.add_argument("campaign", type=Path, help="campaign file (YAML)")
     campaign.add_argument("-o", "--output", type=Path, required=True, help="output directory")
     campaign.add_argument("--workers", type=_positive, help="worker processes (default: the file's, or CPUs)")
@@ -138,10 +140,8 @@ def _run(args: argparse.Namespace) -> int:
         from orbitree.views.web import WebView, print_url
 
         web = WebView(args.host, args.port, paused=args.paused, hold=args.hold)
-        try:
-            url = web.listen()
-        except OSError as exc:
-            print(f"orbitree: cannot serve the web view on port {args.port}: {exc}", file=sys.stderr)
+        url = _listen(web, args.port)
+        if url is None:
             return EXIT_BAD_INPUT
         print_url(url, f"web view of {mission.name}")
         views.append(web)
@@ -234,10 +234,8 @@ def _replay(args: argparse.Namespace) -> int:
     from orbitree.views.web import ReplayWebView, print_url
 
     view = ReplayWebView(log, args.host, args.port, speed=args.speed, paused=args.paused)
-    try:
-        url = view.listen()
-    except OSError as exc:
-        print(f"orbitree: cannot serve the web view on port {args.port}: {exc}", file=sys.stderr)
+    url = _listen(view, args.port)
+    if url is None:
         return EXIT_BAD_INPUT
     print_url(url, f"replay of {log.header.get('mission')} ({len(log.ticks)} ticks)")
     try:
@@ -245,6 +243,15 @@ def _replay(args: argparse.Namespace) -> int:
     finally:
         view.close()
     return EXIT_OK
+
+
+def _listen(view: Any, port: int) -> str | None:
+    """Bind a web view's server; its URL, or None (said on stderr) when the port is taken."""
+    try:
+        return view.listen()
+    except OSError as exc:
+        print(f"orbitree: cannot serve the web view on port {port}: {exc}", file=sys.stderr)
+        return None
 
 
 def _campaign(args: argparse.Namespace) -> int:

@@ -152,7 +152,8 @@ class Executive:
         self._timer = TimingVisitor(self.tree.behaviours)
         self._bt = py_trees.trees.BehaviourTree(self.tree.root)
         self._writer = py_trees.blackboard.Client(name="executive")
-        for key in {*model.blackboard, "/faults/active", *(k for d in self.drivers for k in d.keys())}:
+        driver_keys = (k for d in self.drivers for k in d.keys())  # noqa: SIM118 (a device's keys(), not a dict)
+        for key in {*model.blackboard, "/faults/active", *driver_keys}:
             self._writer.register_key(key=key, access=py_trees.common.Access.WRITE)
         self._record_keys: dict[str, bool] = {}
         self._view_keys: dict[str, bool] = {}

@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 import py_trees
 import pytest
 from py_trees.common import Status
+from pydantic import Field
 
 from orbitree.build import BuiltTree, build_tree
 from orbitree.context import Context
@@ -21,7 +22,7 @@ LETTER = {Status.RUNNING: "R", Status.SUCCESS: "S", Status.FAILURE: "F", Status.
 
 
 class ScriptParams(NodeParams):
-    statuses: list[Literal["S", "F", "R"]] = ["S"]
+    statuses: list[Literal["S", "F", "R"]] = Field(default_factory=lambda: ["S"])
 
 
 class Scripted(Leaf):

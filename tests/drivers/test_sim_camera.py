@@ -53,7 +53,18 @@ def test_default_intrinsics_are_900px_centred_with_mild_distortion() -> None:
     corner = np.array([[[0.0, 0.0]]])
     shift = np.linalg.norm(cv2.undistortPoints(corner, intr.camera_matrix, intr.dist_coeffs,
                                                P=intr.camera_matrix) - corner)
-    assert 1.0 < shift < 30.0  # mild: a few pixels to tens of pixels at the image corner
+    # Brown–Conrady by hand, coefficients in OpenCV's order (k1, k2, p1, p2, k3): distorting the
+    # ideal ray of the corner lands on the corner pixel; barrel (k1 < 0) pulls it inward, here
+    # by 7.4 px at the corner
+    k1, k2, p1, p2, k3 = intr.dist_coeffs
+    x, y = cv2.undistortPoints(corner, intr.camera_matrix, intr.dist_coeffs).reshape(2)
+    r2 = x * x + y * y
+    radial = 1 + k1 * r2 + k2 * r2**2 + k3 * r2**3
+    xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+    yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+    np.testing.assert_allclose([900 * xd + 639.5, 900 * yd + 359.5], [0.0, 0.0], atol=1e-3)
+    assert radial < 1.0 and np.hypot(900 * x, 900 * y) > np.hypot(639.5, 359.5)
+    assert shift == pytest.approx(np.hypot(900 * x + 639.5, 900 * y + 359.5), abs=1e-6)
     # and it is the model the renderer projects with: distorting the undistorted corner gives
     # the corner pixel back
     ray = cv2.undistortPoints(corner, intr.camera_matrix, intr.dist_coeffs).reshape(1, 2)

@@ -31,23 +31,23 @@ def rows_of(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+# three outcomes of the bench check-out, two cycles each (also run on Dask: test_campaign_dask)
+THREE_CASES = f"""
+campaign: three
+mission: {DEMO}
+cycles: 2
+seed: 7
+cases:
+  - id: nominal
+  - id: aborted
+    set: {{blackboard./checkout/abort: true}}
+  - id: short
+    set: {{max_duration: 3 s, seed: 20}}
+"""
+
+
 def test_three_cases_two_cycles_on_two_workers(tmp_path, capsys):
-    campaign = write(
-        tmp_path / "c.yaml",
-        f"""
-        campaign: three
-        mission: {DEMO}
-        workers: 2
-        cycles: 2
-        seed: 7
-        cases:
-          - id: nominal
-          - id: aborted
-            set: {{blackboard./checkout/abort: true}}
-          - id: short
-            set: {{max_duration: 3 s, seed: 20}}
-        """,
-    )
+    campaign = write(tmp_path / "c.yaml", THREE_CASES + "workers: 2\n")
     out = tmp_path / "out"
     assert main(["campaign", str(campaign), "-o", str(out), "--no-progress"]) == 1  # not all succeeded
     rows = rows_of(out / "summary.csv")

@@ -9,7 +9,7 @@ distributed = pytest.importorskip("distributed")
 from orbitree import campaign_dask  # noqa: E402
 from orbitree.campaign import load_campaign, run_campaign  # noqa: E402
 from orbitree.cli import main  # noqa: E402
-from tests.orbitree.test_campaign import DEMO, flaky_runner, rows_of, write  # noqa: E402
+from tests.orbitree.test_campaign import DEMO, THREE_CASES, flaky_runner, rows_of, write  # noqa: E402
 
 SAME = ("run", "case", "cycle", "seed", "status", "reason", "sim_time_s", "ticks", "phase_s.warm-up")
 
@@ -28,22 +28,10 @@ def cluster():
         yield local
 
 
-CAMPAIGN = f"""
-campaign: three
-mission: {DEMO}
-cycles: 2
-seed: 7
-cases:
-  - id: nominal
-  - id: aborted
-    set: {{blackboard./checkout/abort: true}}
-  - id: short
-    set: {{max_duration: 3 s, seed: 20}}
-"""
 
 
 def test_a_campaign_on_a_dask_cluster_gives_the_rows_of_the_local_pool(tmp_path, cluster):
-    campaign = write(tmp_path / "c.yaml", CAMPAIGN)
+    campaign = write(tmp_path / "c.yaml", THREE_CASES)
     assert main(["campaign", str(campaign), "-o", str(tmp_path / "local"), "--no-progress", "--workers", "2"]) == 1
     code = main(["campaign", str(campaign), "-o", str(tmp_path / "dask"), "--no-progress",
                  "--scheduler", cluster.scheduler_address])
@@ -73,7 +61,7 @@ cases: [{{id: first}}, {{id: boom}}, {{id: die}}, {{id: last}}]
 
 def test_no_scheduler_at_the_address_is_exit_2_and_nothing_runs(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(campaign_dask, "CONNECT_TIMEOUT_S", 1.0)
-    campaign = write(tmp_path / "c.yaml", CAMPAIGN)
+    campaign = write(tmp_path / "c.yaml", THREE_CASES)
     code = main(["campaign", str(campaign), "-o", str(tmp_path / "out"), "--no-progress",
                  "--scheduler", "tcp://127.0.0.1:9"])
     assert code == 2
