@@ -28,8 +28,8 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
-from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import Angle, Duration, Force, Length, Speed, Torque
+from orbitree.language.quantities import Angle, Duration, Force, Length, Speed, Torque
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.admittance import AdmittanceParams, admittance_step, wrench_tcp_to_base
 from orbitree.skills.capture import envelope_error
 from orbitree.skills.pbvs import saturate_twist

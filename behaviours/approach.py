@@ -39,8 +39,8 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
-from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import AngularSpeed, Duration, Force, Length, Speed, Torque
+from orbitree.language.quantities import AngularSpeed, Duration, Force, Length, Speed, Torque
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.pbvs import camera_to_tcp_twist, camera_velocity, saturate_twist

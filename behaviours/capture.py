@@ -20,8 +20,8 @@ import py_trees
 from pydantic import Field
 
 from orbitree.drivers.interfaces import LatchState
-from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import Duration
+from orbitree.language.quantities import Duration
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.capture import ENVELOPES, envelope_error, violated_axes
 
 Status = py_trees.common.Status

@@ -18,8 +18,9 @@ import py_trees
 from pydantic import Field
 
 from orbitree.drivers.interfaces import LatchState
-from orbitree.leaf import Leaf, NodeParams
-from orbitree.quantities import Duration
+from orbitree.language.params import NodeParams
+from orbitree.language.quantities import Duration
+from orbitree.nodes.leaf import Leaf
 
 Status = py_trees.common.Status
 

@@ -17,8 +17,9 @@ from typing import ClassVar, Literal
 import py_trees
 from pydantic import Field, model_validator
 
-from orbitree.leaf import Leaf, NodeParams
-from orbitree.quantities import BlackboardKey
+from orbitree.language.params import NodeParams
+from orbitree.language.quantities import BlackboardKey
+from orbitree.nodes.leaf import Leaf
 
 _PLACEHOLDER = re.compile(r"\{(/[A-Za-z0-9_/]+)\}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import py_trees
 
-from orbitree.leaf import Leaf
+from orbitree.nodes.leaf import Leaf
 
 
 class Succeed(Leaf):

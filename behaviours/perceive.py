@@ -30,14 +30,12 @@ import numpy as np
 import py_trees
 from pydantic import Field
 
-from orbitree.leaf import Leaf, NodeParams
-from orbitree.messages import StampedPose
-from orbitree.quantities import Duration
+from orbitree.language.params import NodeParams
+from orbitree.language.quantities import Duration
+from orbitree.nodes.leaf import Leaf
+from orbitree.nodes.messages import StampedPose
 from orbitree.skills.board import BoardEstimatorConfig, estimate_board_pose, make_detector
-from orbitree.skills.board_model import make_aruco_board, sirom_board_model
-
-BOARDS = {"sirom": sirom_board_model}
-
+from orbitree.skills.board_model import BOARDS, make_aruco_board
 
 POSE_HISTORY_S = 1.0  # how far back frames may be placed with the arm's pose
 
@@ -104,7 +102,7 @@ class Perceive(Leaf):
     def _estimate(self, frame) -> None:
         previous = self.read(self.keys["pose_cam"])
         prior = previous.matrix if previous is not None and self.visible else None
-        noise = frame.meta.get("corner_noise_px", 0.0)  # the pose_noise fault (orbitree.faults)
+        noise = frame.meta.get("corner_noise_px", 0.0)  # the pose_noise fault (orbitree.language.fault_spec)
         found = estimate_board_pose(
             frame.image, self.camera_matrix, self.dist, self.board,
             config=self.config, prior_board2cam=prior, detector=self.detector,

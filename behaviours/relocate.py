@@ -19,8 +19,8 @@ import numpy as np
 import py_trees
 from pydantic import Field, field_validator
 
-from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import Duration, Speed
+from orbitree.language.quantities import Duration, Speed
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.relocate import DEFAULT_MOVES, parse_move, shifted_tcp
 
 Status = py_trees.common.Status

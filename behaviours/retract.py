@@ -17,8 +17,8 @@ import numpy as np
 import py_trees
 from pydantic import Field
 
-from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import Length, Speed
+from orbitree.language.quantities import Length, Speed
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 
 Status = py_trees.common.Status
 REACHED_M = 0.002  # the move counts as done within this distance of its goal

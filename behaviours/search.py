@@ -24,8 +24,8 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
-from orbitree.motion import MotionLeaf, MotionParams
-from orbitree.quantities import AngleDeg, AngularSpeed, Duration, Length
+from orbitree.language.quantities import AngleDeg, AngularSpeed, Duration, Length
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.search import resume_index, table_sweep
 
 Status = py_trees.common.Status

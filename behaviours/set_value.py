@@ -15,8 +15,9 @@ from typing import Any
 import py_trees
 from pydantic import field_validator
 
-from orbitree.leaf import Leaf, NodeParams
-from orbitree.quantities import BlackboardKey, any_quantity
+from orbitree.language.params import NodeParams
+from orbitree.language.quantities import BlackboardKey, any_quantity
+from orbitree.nodes.leaf import Leaf
 
 
 class SetParams(NodeParams):

@@ -16,8 +16,9 @@ from typing import ClassVar
 import py_trees
 from pydantic import Field
 
-from orbitree.leaf import Leaf, NodeParams
-from orbitree.quantities import Duration
+from orbitree.language.params import NodeParams
+from orbitree.language.quantities import Duration
+from orbitree.nodes.leaf import Leaf
 
 
 class WaitParams(NodeParams):

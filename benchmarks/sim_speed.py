@@ -18,8 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
 
 MISSION = Path(__file__).resolve().parents[1] / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"

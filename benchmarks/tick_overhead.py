@@ -19,10 +19,10 @@ from pathlib import Path
 
 import py_trees
 
-from orbitree.build import build_tree
-from orbitree.context import Context
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.nodes.build import build_tree
+from orbitree.nodes.context import Context
+from orbitree.runtime.executive import Executive
 
 CYCLE = """
           - sequence:

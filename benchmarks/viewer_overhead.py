@@ -34,8 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tick_overhead import mission_text
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
 from orbitree.views.web import WebView
 
 

@@ -2,7 +2,7 @@
 
 ``FaultyRobot``, ``FaultyCamera`` and ``FaultyLatch`` implement the same protocols as what they
 wrap and forward every call, so the executive and the behaviours run the code they run on
-hardware; an effect switched on by :class:`orbitree.injector.FaultInjector` changes what a call
+hardware; an effect switched on by :class:`orbitree.faults.injector.FaultInjector` changes what a call
 returns or does. Effects are keyed by the id of the fault that switched them on, so overlapping
 faults combine (two biases add up) and each ends on its own (``remove(fault_id)``). With no
 effect on, each call costs one test on top of the wrapped driver's.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orbitree import __version__
-from orbitree.errors import MissionError
+from orbitree.language.errors import MissionError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from orbitree.executive import Executive, Interrupted
-    from orbitree.mission import load_mission
+    from orbitree.behaviours.catalogue import load_mission
+    from orbitree.runtime.executive import Executive, Interrupted
 
     mission = load_mission(args.mission, args.overrides)
     view_name = args.view or ("terminal" if sys.stdout.isatty() else "none")
@@ -181,7 +181,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from orbitree.mission import load_mission
+    from orbitree.behaviours.catalogue import load_mission
 
     worst = EXIT_OK
     for path in args.missions:
@@ -196,7 +196,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from orbitree.schema import mission_schema
+    from orbitree.behaviours.catalogue import mission_schema
 
     text = json.dumps(mission_schema(), indent=2) + "\n"
     if args.output:
@@ -207,8 +207,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _tree(args: argparse.Namespace) -> int:
-    from orbitree.mission import load_mission
-    from orbitree.render import ascii_tree, dot_tree
+    from orbitree.behaviours.catalogue import load_mission
+    from orbitree.nodes.render import ascii_tree, dot_tree
 
     mission = load_mission(args.mission, args.overrides)
     print(ascii_tree(mission.root) if args.format == "ascii" else dot_tree(mission.root))
@@ -216,7 +216,7 @@ def _tree(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from orbitree.recorder import read_log
+    from orbitree.runtime.recorder import read_log
 
     try:
         log = read_log(args.log)
@@ -255,9 +255,10 @@ def _listen(view: Any, port: int) -> str | None:
 
 
 def _campaign(args: argparse.Namespace) -> int:
-    from orbitree.campaign import load_campaign, run_campaign
-    from orbitree.campaign_dask import SchedulerUnreachable
-    from orbitree.campaign_outputs import print_table
+    from orbitree.campaign.dask_pool import SchedulerUnreachable
+    from orbitree.campaign.local import run_campaign
+    from orbitree.campaign.outputs import print_table
+    from orbitree.campaign.spec import load_campaign
 
     campaign = load_campaign(args.campaign, args.overrides)
     try:

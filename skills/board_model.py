@@ -14,7 +14,7 @@ corners, so model and rendered world agree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import cv2
@@ -109,6 +109,11 @@ def sirom_board_model() -> BoardModel:
         marker_side_m=SIROM_MARKER_SIDE_M,
         border_m=SIROM_BORDER_M,
     )
+
+
+
+# The boards a target may carry, by the name missions give them (``targets.<name>.board``).
+BOARDS: dict[str, Callable[[], BoardModel]] = {"sirom": sirom_board_model}
 
 
 def make_aruco_board(model: BoardModel) -> cv2.aruco.Board:

@@ -12,11 +12,12 @@ import pytest
 from py_trees.common import Status
 from pydantic import Field
 
-from orbitree.build import BuiltTree, build_tree
-from orbitree.context import Context
-from orbitree.leaf import Leaf, NodeParams
-from orbitree.mission import Mission, load_mission
-from orbitree.registry import make_registry
+from orbitree.behaviours.catalogue import load_mission, make_registry
+from orbitree.language.loader import Mission
+from orbitree.language.params import NodeParams
+from orbitree.nodes.build import BuiltTree, build_tree
+from orbitree.nodes.context import Context
+from orbitree.nodes.leaf import Leaf
 
 LETTER = {Status.RUNNING: "R", Status.SUCCESS: "S", Status.FAILURE: "F", Status.INVALID: "-"}
 

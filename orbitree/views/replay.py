@@ -11,8 +11,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from orbitree.executive import Snapshot
-from orbitree.recorder import Log
+from orbitree.runtime.executive import Snapshot
+from orbitree.runtime.recorder import Log
 
 
 def snapshots(log: Log) -> Iterator[Snapshot]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from orbitree.recorder import to_jsonable
+from orbitree.runtime.recorder import to_jsonable
 
 SERVO_ERROR, SERVO_GAIN = "/servo/error", "/servo/gain"
 WRENCH = re.compile(r"^/robot/([^/]+)/wrench$")

@@ -44,7 +44,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
-from orbitree.recorder import Log
+from orbitree.runtime.recorder import Log
 from orbitree.views.control import TickGate
 from orbitree.views.state import PLOT_KEYS, ViewState, encode
 

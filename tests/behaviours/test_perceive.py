@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
 from orbitree.skills.board import pose_error
 
 MISSION = """

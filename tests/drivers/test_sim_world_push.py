@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
 
 MISSION = Path(__file__).resolve().parents[2] / "missions" / "sirom_dock.yaml"
 DT = 0.008

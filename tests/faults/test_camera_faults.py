@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
 
 MISSION = """
 mission: perceive-faults

@@ -319,11 +319,11 @@ def test_latch_failure_leaves_a_sim_latch_open_and_reports_fault_after_its_trave
 
 
 def test_a_wall_clock_tick_overrun_sleeps_for_its_delay(tmp_path):
-    from orbitree.build import build_tree
-    from orbitree.context import Context
-    from orbitree.faults import TickOverrunFault
-    from orbitree.injector import FaultInjector
-    from orbitree.mission import load_mission
+    from orbitree.behaviours.catalogue import load_mission
+    from orbitree.faults.injector import FaultInjector
+    from orbitree.language.fault_spec import TickOverrunFault
+    from orbitree.nodes.build import build_tree
+    from orbitree.nodes.context import Context
     from tests.conftest import TEST_REGISTRY, write_mission
 
     mission = load_mission(write_mission(tmp_path, "sequence: [wait: 1 s, succeed: {name: quick}]"),

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from orbitree.behaviours.catalogue import mission_schema
 from orbitree.cli import main
-from orbitree.faults import FAULT_KINDS
-from orbitree.schema import mission_schema
+from orbitree.language.fault_spec import FAULT_KINDS
 
 BASE = """\
 mission: m

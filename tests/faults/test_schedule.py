@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
 from tests.conftest import TEST_REGISTRY, FakeDriver, write_mission
 
 ARM = """
@@ -107,7 +107,7 @@ def test_robot_disconnect_skips_the_readings_then_reconnects(tmp_path):
     assert events == [(3, "fault"), (3, "driver_disconnected"), (7, "fault"), (7, "driver_reconnected")]
     # the fault acts below the command recorder, on the world's own arm
     device = executive.ctx.drivers["arm"]
-    assert device.robot._robot is device.driver and device.driver.inner is executive.ctx.world.robots["arm"]
+    assert device.robot.inner is device.driver and device.driver.inner is executive.ctx.world.robots["arm"]
 
 
 def test_command_latency_is_below_the_command_recorder(tmp_path):

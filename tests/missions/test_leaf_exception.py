@@ -8,7 +8,7 @@ import numpy as np
 
 from orbitree.behaviours.approach import Approach
 from orbitree.cli import main
-from orbitree.recorder import read_log
+from orbitree.runtime.recorder import read_log
 
 MISSION = Path(__file__).resolve().parents[2] / "missions" / "sirom_dock.yaml"
 

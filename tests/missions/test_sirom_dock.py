@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orbitree.behaviours.catalogue import load_mission
 from orbitree.cli import main
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
 from orbitree.skills.capture import SIROM_ENVELOPE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
 
 MISSION = Path(__file__).resolve().parents[2] / "missions" / "sirom_dock.yaml"
 START = "robots.arm.start={target: sirom, offset: {xyz: [10 mm, -15 mm, 120 mm], rpy: [3, -2, 5]}}"

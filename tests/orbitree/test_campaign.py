@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orbitree.campaign import RunSpec, assignment, load_campaign, plan, run_campaign, run_case
+from orbitree.campaign.local import run_campaign
+from orbitree.campaign.runs import RunSpec, run_case
+from orbitree.campaign.spec import assignment, load_campaign, plan
 from orbitree.cli import main
-from orbitree.recorder import read_log
+from orbitree.runtime.recorder import read_log
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "missions" / "demo_checkout.yaml"

@@ -6,8 +6,9 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from orbitree import campaign_dask  # noqa: E402
-from orbitree.campaign import load_campaign, run_campaign  # noqa: E402
+from orbitree.campaign import dask_pool as campaign_dask  # noqa: E402
+from orbitree.campaign.local import run_campaign  # noqa: E402
+from orbitree.campaign.spec import load_campaign  # noqa: E402
 from orbitree.cli import main  # noqa: E402
 from tests.orbitree.test_campaign import DEMO, THREE_CASES, flaky_runner, rows_of, write  # noqa: E402
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orbitree.cli import main
-from orbitree.recorder import read_log
+from orbitree.runtime.recorder import read_log
 from tests.tests_support import ORBITREE_CLI
 
 ROOT = Path(__file__).resolve().parents[2]

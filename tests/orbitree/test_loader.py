@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from orbitree.errors import MissionError
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.language.errors import MissionError
 from tests.conftest import TEST_REGISTRY, write_mission
 from tests.tests_support import names
 

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
+from orbitree.behaviours.catalogue import load_mission
 from orbitree.cli import main
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import FORMAT, Recorder, read_log
-from orbitree.report import capture_moment, docking_intervals, report, series
+from orbitree.report import report
+from orbitree.report.run import capture_moment, docking_intervals, series
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import FORMAT, Recorder, read_log
 from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
 from orbitree.skills.gain import AdaptiveGain
 

@@ -8,11 +8,11 @@ import numpy as np
 import py_trees
 import pytest
 
-from orbitree.context import Context
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
-from orbitree.safety import SafetyMonitor, SafetySpec
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.nodes.context import Context
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
+from orbitree.runtime.safety import SafetyMonitor, SafetySpec
 
 P = "/robot/arm/"
 

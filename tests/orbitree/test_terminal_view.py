@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
 from orbitree.views.terminal import TerminalView
 from tests.conftest import TEST_REGISTRY, write_mission
 
@@ -60,7 +60,7 @@ def test_view_redraws_at_most_max_hz_and_never_blocks_publish(tmp_path):
 
 
 def _snapshot_with(view, statuses, feedback):
-    from orbitree.executive import Snapshot
+    from orbitree.runtime.executive import Snapshot
 
     return Snapshot(
         tick=3,

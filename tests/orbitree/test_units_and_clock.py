@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from orbitree.clock import SimClock, WallClock
-from orbitree.quantities import Duration, PoseField
-from orbitree.units import UNITS, UnitError, parse_quantity
+from orbitree.language.quantities import Duration, PoseField
+from orbitree.language.units import UNITS, UnitError, parse_quantity
+from orbitree.runtime.clock import SimClock, WallClock
 
 
 @pytest.mark.parametrize(

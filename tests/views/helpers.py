@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from orbitree.executive import Executive, RunResult
+from orbitree.runtime.executive import Executive, RunResult
 
 
 def request(

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from orbitree.build import build_tree
-from orbitree.context import Context
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.nodes.build import build_tree
+from orbitree.nodes.context import Context
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is missing: pip install -e .[test]")
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbitree.build import build_tree
+from orbitree.behaviours.catalogue import load_mission
 from orbitree.cli import main
-from orbitree.context import Context
-from orbitree.executive import Executive
-from orbitree.mission import load_mission
-from orbitree.recorder import read_log
+from orbitree.nodes.build import build_tree
+from orbitree.nodes.context import Context
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import read_log
 from orbitree.views.state import ViewState, encode, phase_ids
 from orbitree.views.web import ReplayWebView, WebView
 from tests.conftest import TEST_REGISTRY, FakeDriver, write_mission

@@ -1,0 +1,487 @@
+"""Fault injection: a mission's ``faults:`` schedule and node substitution, as data (played by
+:mod:`orbitree.faults.injector`).
+
+A fault is declared in the mission (or with ``--set faults=[...]``)::
+
+    faults:
+      - {at: 12 s, kind: camera_dropout, for: 2 s}
+      - {when: final approach RUNNING, kind: ft_bias, force: [0, 0, 8 N], for: 3 s}
+      - {at: 5 s, kind: marker_occlusion, markers: [1], robot: arm}
+
+Every fault has exactly one of ``at`` (mission time) or ``when`` (``"<node> <STATUS>"``: the
+first time a node of that name, or else of that kind, changes to RUNNING, SUCCESS, FAILURE or
+INVALID), optionally ``for`` (a duration; without it the fault lasts to the end of the run, and
+the instantaneous kinds ``ft_spike`` and ``target_bumped`` take none), ``robot`` (faults of an
+arm; default: the mission's only robot) or ``target`` (default: the only target), and the
+parameters of its kind:
+
+=================== ========================== ==============================================
+kind                parameters                 effect (wrapper in ``orbitree.drivers.faulty``)
+=================== ========================== ==============================================
+camera_dropout      —                          ``camera.read()`` returns None: no frames
+marker_occlusion    ``markers``: ids           those markers are painted over in every frame
+                                               (found with the estimator's ArUco detector,
+                                               filled with the surrounding grey level)
+pose_noise          ``sigma_px``               Gaussian noise, sigma_px per coordinate, on the
+                                               refined marker corners before PnP (frames carry
+                                               it in ``meta``; ``perceive`` applies it)
+camera_latency      ``delay``                  each frame is delivered ``delay`` after it was
+                                               taken, with its own (old) stamp
+ft_bias             ``force`` [N], ``torque``  the vectors are added to every wrench reading
+                    [N·m] (TCP frame)
+ft_spike            ``magnitude`` [N],         one reading gets a force of that magnitude
+                    ``axis`` (optional)        along ``axis`` (TCP frame; default a random
+                                               direction drawn from the run's seed)
+ft_dropout          —                          the sensor stops delivering: the last wrench
+                                               and its ``wrench_stamp`` repeat, so the
+                                               blackboard key ``/robot/<arm>/wrench`` is not
+                                               rewritten and goes stale
+protective_stop     —                          a SimRobot enters a protective stop; another
+                                               arm reports one and ignores motion commands;
+                                               with ``for``, unlocked when it ends
+robot_disconnect    —                          the arm is stopped (the RTDE watchdog), then
+                                               every call raises ``DriverDisconnected``
+                                               (the executive skips its readings; a leaf's
+                                               command is lost and logged); calls work again
+                                               when ``for`` ends (reconnection)
+command_latency     ``delay``                  each command (stop included) reaches the arm
+                                               ``delay`` after it was sent
+tick_overrun        ``node``, ``delay``        ticking that node takes ``delay`` longer: on
+                                               the wall clock it sleeps; on the simulated
+                                               clock the world advances by ``delay`` while the
+                                               tree does not command (once; with ``for``, at
+                                               every tick of the node while active)
+target_bumped       ``offset`` (pose),         the target is pushed by ``offset``, in its own
+                    ``speed`` (0.1 m/s),       frame, moving at ``speed`` / ``angular_speed``
+                    ``angular_speed``          with at most ``force``: a tool in its way holds
+                    (20 deg/s), ``force``      it back and it stops short (when the push
+                    (50 N)                     would have ended it rests where it got to);
+                                               simulation only (on hardware a
+                                               ``fault_not_injected`` event)
+latch_failure       —                          ``close()`` does not reach the hooks; the latch
+                                               reports CLOSING for its travel time, then FAULT
+=================== ========================== ==============================================
+
+Timing. A fault with ``at`` starts at the first tick at or after that time, before the drivers
+are read; a fault with ``when`` starts at the tick after the one in which the status changed.
+``for`` ends it at the first tick at or after start + for. Each start and end is a ``fault``
+event in the mission log (``fault`` = kind, ``phase`` = start or end, ``id`` = index in the
+schedule, and the parameters, in SI) and each injected fault is one entry of the summary's
+``faults``: ``{id, kind, start, end, trigger, params}``. Faults still active at the end of the
+run end then. The blackboard key ``/faults/active`` holds the entries of the faults active now
+(rewritten in the tick the set changes; instantaneous kinds are never in it), for conditions
+and views.
+
+Node substitution (``substitute:``) replaces leaves, chosen by a glob on their name (``match:
+"pbvs*"``) or by kind (``kind: approach``), with a stub that stays RUNNING for ``after`` of
+mission time and then returns ``status``: a tree can be run without its skills. Substitution
+happens when the executive builds the tree, after the mission was checked as written (so the
+writer check still sees the real leaves); stubs read and write no blackboard key, so a leaf that
+reads what a stubbed leaf wrote finds nothing there. Each substituted node is a ``substituted``
+event of the first tick.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import math
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, ClassVar, Literal, get_args
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from orbitree.language.errors import Diagnostic
+from orbitree.language.parser import NodeSpec
+from orbitree.language.quantities import AngularSpeed, Duration, Force, PoseField, Speed, Torque
+
+STATUSES = ("RUNNING", "SUCCESS", "FAILURE", "INVALID")
+_EPS = 1e-9
+
+
+# --------------------------------------------------------------------------------------------
+# the schedule as written
+
+
+class FaultBase(BaseModel):
+    """What every fault has: when it starts and how long it lasts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instantaneous: ClassVar[bool] = False  # happens once: 'for' does not apply
+
+    at: Duration | None = Field(None, ge=0.0, description="mission time at which the fault starts")
+    when: str | None = Field(
+        None,
+        description="event that starts it: '<node name or kind> <STATUS>' (RUNNING, SUCCESS, FAILURE, "
+        "INVALID), e.g. 'approach RUNNING'",
+    )
+    duration: Duration | None = Field(
+        None, gt=0.0, alias="for", description="how long it lasts (default: to the end of the run)"
+    )
+
+    @field_validator("when")
+    @classmethod
+    def _event(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.rsplit(None, 1)
+        if len(parts) != 2 or parts[1].upper() not in STATUSES:
+            raise ValueError(
+                f"expected '<node name or kind> <STATUS>' with STATUS one of {', '.join(STATUSES)}, "
+                f"e.g. 'approach RUNNING', got {value!r}"
+            )
+        return f"{parts[0].strip()} {parts[1].upper()}"
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> FaultBase:
+        if (self.at is None) == (self.when is None):
+            got = "both" if self.at is not None else "neither"
+            raise ValueError(
+                f"give exactly one of 'at' (a time, e.g. 'at: 5 s') or 'when' (an event, e.g. "
+                f"'when: approach RUNNING'), got {got}"
+            )
+        if self.instantaneous and self.duration is not None:
+            raise ValueError(f"{self.kind} happens once: 'for' does not apply")
+        return self
+
+    @property
+    def when_node(self) -> str | None:
+        return self.when.rsplit(None, 1)[0] if self.when else None
+
+    @property
+    def when_status(self) -> str | None:
+        return self.when.rsplit(None, 1)[1] if self.when else None
+
+    def trigger(self) -> str:
+        return f"when {self.when}" if self.when is not None else f"at {self.at:g} s"
+
+    def params(self) -> dict[str, Any]:
+        """The kind's own parameters (and robot / target), JSON-ready, in SI."""
+        return self.model_dump(mode="json", exclude={"kind", "at", "when", "duration"})
+
+
+class RobotFault(FaultBase):
+    robot: str | None = Field(None, description="the arm (default: the mission's only robot)")
+
+
+class CameraDropoutFault(RobotFault):
+    """The camera delivers no frames."""
+
+    kind: Literal["camera_dropout"]
+
+
+class MarkerOcclusionFault(RobotFault):
+    """Markers are hidden in every frame."""
+
+    kind: Literal["marker_occlusion"]
+    markers: list[int] = Field(min_length=1, description="ArUco ids of the hidden markers")
+
+
+class PoseNoiseFault(RobotFault):
+    """Gaussian noise on the detected marker corners, before PnP."""
+
+    kind: Literal["pose_noise"]
+    sigma_px: float = Field(gt=0.0, description="standard deviation per pixel coordinate")
+
+
+class CameraLatencyFault(RobotFault):
+    """Frames arrive late (with their own stamps)."""
+
+    kind: Literal["camera_latency"]
+    delay: Duration = Field(gt=0.0, description="age of the frames delivered")
+
+
+class FtBiasFault(RobotFault):
+    """A constant offset on the wrist force/torque readings (TCP frame)."""
+
+    kind: Literal["ft_bias"]
+    force: tuple[Force, Force, Force] = Field((0.0, 0.0, 0.0), description="[fx, fy, fz] added")
+    torque: tuple[Torque, Torque, Torque] = Field((0.0, 0.0, 0.0), description="[tx, ty, tz] added")
+
+
+class FtSpikeFault(RobotFault):
+    """One force reading off by ``magnitude`` (a glitch of the sensor)."""
+
+    instantaneous: ClassVar[bool] = True
+    kind: Literal["ft_spike"]
+    magnitude: Force = Field(gt=0.0, description="size of the spike")
+    axis: tuple[float, float, float] | None = Field(
+        None, description="direction in the TCP frame (normalised; default: random from the seed)"
+    )
+
+    @field_validator("axis")
+    @classmethod
+    def _nonzero(cls, value: tuple[float, float, float] | None) -> tuple[float, float, float] | None:
+        if value is not None and not np.linalg.norm(value) > 0.0:
+            raise ValueError("axis must not be the zero vector")
+        return value
+
+
+class FtDropoutFault(RobotFault):
+    """The F/T sensor stops delivering: readings are stale."""
+
+    kind: Literal["ft_dropout"]
+
+
+class ProtectiveStopFault(RobotFault):
+    """The arm's controller enters a protective stop."""
+
+    kind: Literal["protective_stop"]
+
+
+class RobotDisconnectFault(RobotFault):
+    """The connection to the arm is lost (reconnects when 'for' ends)."""
+
+    kind: Literal["robot_disconnect"]
+
+
+class CommandLatencyFault(RobotFault):
+    """Commands reach the arm late."""
+
+    kind: Literal["command_latency"]
+    delay: Duration = Field(gt=0.0, description="delay of every command")
+
+
+class TickOverrunFault(FaultBase):
+    """Ticking a node takes longer than it should."""
+
+    kind: Literal["tick_overrun"]
+    node: str = Field(description="name (or else kind) of the node whose tick overruns")
+    delay: Duration = Field(gt=0.0, description="extra time per tick")
+
+
+class TargetBumpedFault(FaultBase):
+    """The target is knocked out of place (simulation only): pushed along ``offset`` at a finite
+    speed with a finite force, so a tool in its way holds it back (``SimWorld.push_target``)."""
+
+    instantaneous: ClassVar[bool] = True
+    kind: Literal["target_bumped"]
+    target: str | None = Field(None, description="the target (default: the mission's only target)")
+    offset: PoseField = Field(description="motion of the target, in its own frame")
+    speed: Speed = Field(0.1, gt=0.0, description="how fast the bump moves the target")
+    angular_speed: AngularSpeed = Field(
+        math.radians(20.0), gt=0.0, description="how fast the bump turns the target"
+    )
+    force: Force = Field(
+        50.0, gt=0.0, description="the most the bump pushes with: a tool holding the target back "
+        "with more stops it short of the offset",
+    )
+
+
+class LatchFailureFault(RobotFault):
+    """The docking hooks do not close."""
+
+    kind: Literal["latch_failure"]
+
+
+FAULT_MODELS: tuple[type[FaultBase], ...] = (
+    CameraDropoutFault,
+    MarkerOcclusionFault,
+    PoseNoiseFault,
+    CameraLatencyFault,
+    FtBiasFault,
+    FtSpikeFault,
+    FtDropoutFault,
+    ProtectiveStopFault,
+    RobotDisconnectFault,
+    CommandLatencyFault,
+    TickOverrunFault,
+    TargetBumpedFault,
+    LatchFailureFault,
+)
+FAULT_KINDS: dict[str, type[FaultBase]] = {
+    get_args(cls.model_fields["kind"].annotation)[0]: cls for cls in FAULT_MODELS
+}
+CAMERA_KINDS = frozenset({"camera_dropout", "marker_occlusion", "pose_noise", "camera_latency"})
+FT_KINDS = frozenset({"ft_bias", "ft_spike", "ft_dropout"})
+
+
+def _one_fault(value: Any, handler: Callable[[Any], Any]) -> Any:
+    """Validate one fault by its ``kind`` (errors located at the fault's own keys)."""
+    if isinstance(value, FaultBase):
+        return value
+    known = ", ".join(FAULT_KINDS)
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "fault_type", "a fault is a mapping such as {at: 2 s, kind: camera_dropout, for: 1 s}"
+        )
+    kind = value.get("kind")
+    if kind is None:
+        raise PydanticCustomError("fault_kind", "missing 'kind' (one of: {known})", {"known": known})
+    model = FAULT_KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        close = difflib.get_close_matches(str(kind), list(FAULT_KINDS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        error = PydanticCustomError(
+            "fault_kind", "unknown fault kind {kind}; {hint}known kinds: {known}",
+            {"kind": repr(kind), "hint": hint, "known": known},
+        )
+        raise ValidationError.from_exception_data(
+            "fault", [InitErrorDetails(type=error, loc=("kind",), input=kind)]
+        )
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise ValidationError.from_exception_data(
+            exc.title, [_located(err, kind, model, value) for err in exc.errors()]
+        ) from None
+
+
+def _located(err: Any, kind: str, model: type[FaultBase], value: dict) -> InitErrorDetails:
+    """One error of a fault's parameters, said in terms of that fault kind.
+
+    A missing parameter is reported at the fault itself (pydantic would place it nowhere) and
+    an unknown one at its key, with the parameters the kind has.
+    """
+    loc = err["loc"]
+    if err["type"] == "missing" and len(loc) == 1:
+        message = f"{kind} needs {loc[0]!r}"
+        return InitErrorDetails(type=PydanticCustomError("fault_missing", message), loc=(), input=value)
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        known = [info.alias or name for name, info in model.model_fields.items() if name != "kind"]
+        close = difflib.get_close_matches(str(loc[0]), known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        message = f"unknown key {loc[0]!r} for {kind}; {hint}expected one of: {', '.join(known)}"
+        error = PydanticCustomError("fault_unknown_key", message)
+        return InitErrorDetails(type=error, loc=(*loc, "[key]"), input=loc[0])
+    return InitErrorDetails(type=PydanticCustomError(err["type"], err["msg"]), loc=loc, input=err["input"])
+
+
+FaultSpec = Annotated[
+    CameraDropoutFault
+    | MarkerOcclusionFault
+    | PoseNoiseFault
+    | CameraLatencyFault
+    | FtBiasFault
+    | FtSpikeFault
+    | FtDropoutFault
+    | ProtectiveStopFault
+    | RobotDisconnectFault
+    | CommandLatencyFault
+    | TickOverrunFault
+    | TargetBumpedFault
+    | LatchFailureFault,
+    Field(discriminator="kind"),
+    WrapValidator(_one_fault),
+]
+"""One entry of a mission's ``faults:``, validated by its ``kind``."""
+
+
+class SubstituteSpec(BaseModel):
+    """Replace leaves by a stub: ``{match: "pbvs*", status: SUCCESS, after: 1 s}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    match: str | None = Field(None, description="glob pattern on leaf names, e.g. 'pbvs*'")
+    kind: str | None = Field(None, description="leaf kind to replace, e.g. 'approach'")
+    status: Literal["SUCCESS", "FAILURE", "RUNNING"] = Field(
+        "SUCCESS", description="what the stub returns after 'after'"
+    )
+    after: Duration = Field(0.0, ge=0.0, description="mission time the stub stays RUNNING first")
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> SubstituteSpec:
+        if (self.match is None) == (self.kind is None):
+            raise ValueError("give exactly one of 'match' (a glob on leaf names) or 'kind' (a leaf kind)")
+        return self
+
+    def matches(self, spec: NodeSpec) -> bool:
+        if spec.leaf is None:
+            return False
+        if self.match is not None:
+            return fnmatch.fnmatchcase(spec.name, self.match)
+        return spec.kind == self.kind
+
+
+# --------------------------------------------------------------------------------------------
+# checks against the mission (called by the loader)
+
+
+def find_nodes(specs: Sequence[NodeSpec], name: str) -> list[int]:
+    """Ids (positions in ``specs``) of the nodes named ``name``, or else of kind ``name``."""
+    named = [i for i, spec in enumerate(specs) if spec.name == name]
+    return named or [i for i, spec in enumerate(specs) if spec.kind == name]
+
+
+def resolve_name(wanted: str | None, declared: Sequence[str], what: str) -> tuple[str | None, str | None]:
+    """(name, problem) of the robot or target a fault refers to."""
+    if wanted is not None:
+        if wanted in declared:
+            return wanted, None
+        return None, f"{what} {wanted!r} is not declared in '{what}s:' (declared: {', '.join(declared) or 'none'})"
+    if len(declared) == 1:
+        return declared[0], None
+    if not declared:
+        return None, f"needs a {what}, and the mission declares no '{what}s:'"
+    return None, f"name the {what} ('{what}: ...'): the mission has several ({', '.join(declared)})"
+
+
+def fault_diagnostics(model: Any, root: NodeSpec, source: Any) -> list[Diagnostic]:
+    """Problems of ``faults:`` and ``substitute:`` that need the whole mission to see.
+
+    ``model`` is the validated mission model (its ``faults``, ``substitute``, ``robots`` and
+    ``targets``), ``root`` the mission tree and ``source`` the mission file's positions.
+    """
+    nodes = list(root.walk())
+    names = list(dict.fromkeys(spec.name for spec in nodes))
+    errors: list[Diagnostic] = []
+
+    def node_problem(name: str) -> str | None:
+        if find_nodes(nodes, name):
+            return None
+        close = difflib.get_close_matches(name, names + [s.kind for s in nodes], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        shown = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+        return f"no node named (or of kind) {name!r} in the tree; {hint}nodes: {shown}"
+
+    for i, fault in enumerate(model.faults):
+        where = f"faults[{i}] ({fault.kind})"
+        if fault.when_node is not None and (problem := node_problem(fault.when_node)):
+            errors.append(source.at(("faults", i, "when"), f"{where}: when: {problem}"))
+        if isinstance(fault, TickOverrunFault) and (problem := node_problem(fault.node)):
+            errors.append(source.at(("faults", i, "node"), f"{where}: node: {problem}"))
+        if isinstance(fault, TargetBumpedFault):
+            _, problem = resolve_name(fault.target, list(model.targets), "target")
+            if problem:
+                errors.append(source.at(("faults", i, "target"), f"{where}: {problem}"))
+        if not isinstance(fault, RobotFault):
+            continue
+        robot, problem = resolve_name(fault.robot, list(model.robots), "robot")
+        if problem or robot is None:
+            errors.append(source.at(("faults", i, "robot"), f"{where}: {problem}"))
+            continue
+        spec = model.robots[robot]
+        lacking = (
+            "camera" if fault.kind in CAMERA_KINDS and spec.camera is None
+            else "force/torque sensor (ft: false)" if fault.kind in FT_KINDS and not spec.ft
+            else "latch" if fault.kind == "latch_failure" and spec.latch is None
+            else None
+        )
+        if lacking:
+            errors.append(source.at(("faults", i), f"{where}: robot {robot!r} has no {lacking}"))
+    leaves = [spec for spec in nodes if spec.leaf is not None]  # the mission tree, not the recovery
+    for i, sub in enumerate(model.substitute):
+        if not any(sub.matches(spec) for spec in leaves):
+            key = "match" if sub.match is not None else "kind"
+            shown = ", ".join(dict.fromkeys(repr(s.name if key == "match" else s.kind) for s in leaves))
+            errors.append(source.at(
+                ("substitute", i, key),
+                f"substitute[{i}]: {key} {getattr(sub, key)!r} matches no leaf (leaves: {shown})",
+            ))
+    return errors

@@ -1,0 +1,262 @@
+"""Loading a mission: YAML -> overrides -> validated header -> checked node tree -> writer check.
+
+``load_mission`` either returns a ``Mission`` ready to build, or raises ``MissionError`` with
+every problem it found as ``file:line:col: message``. Nothing is built and nothing moves until
+the whole mission is known to be good.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orbitree.language.errors import Diagnostic, MissionError
+from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
+from orbitree.language.params import TreeRef
+from orbitree.language.parser import NodeSpec, Parser, Scope, pydantic_diagnostics
+from orbitree.language.quantities import BlackboardKey, Duration, Frequency, SIValue
+from orbitree.language.registry import Registry
+from orbitree.language.source import Source, load_file
+from orbitree.language.world_spec import RobotSpec, SafetySpec, TargetSpec, start_configuration
+
+
+class RecordSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keys: list[str] = Field(
+        ["/*"], description="glob patterns of blackboard keys written to the log when they change"
+    )
+
+
+class ViewSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keys: list[str] = Field(["/*"], description="glob patterns of keys shown by live views")
+
+
+class MissionModel(BaseModel):
+    """The top level of a mission file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mission: str = Field(min_length=1, description="mission name, used in logs and summaries")
+    description: str = ""
+    rate_hz: Frequency = Field(125.0, gt=0.0, description="tick rate of the executive")
+    max_duration: Duration = Field(
+        600.0, gt=0.0, description="mission time after which the run is halted and fails"
+    )
+    seed: int = Field(0, description="seed of the run's random generator (--seed overrides)")
+    blackboard: dict[BlackboardKey, SIValue] = Field(
+        {}, description="initial blackboard values (quantities with units are stored in SI)"
+    )
+    robots: dict[str, RobotSpec] = Field({}, description="arms, each with its camera and F/T sensor")
+    targets: dict[str, TargetSpec] = Field({}, description="targets, each carrying a marker board")
+    phases: list[str] | None = Field(
+        None, description="names of the nodes timed as the mission's phases (summary phase_s)"
+    )
+    safety: SafetySpec = Field(SafetySpec(), description="limits checked after every tick, and the recovery")
+    record: RecordSpec = RecordSpec()
+    view: ViewSpec = ViewSpec()
+    tree: TreeRef
+    subtrees: dict[str, TreeRef] = Field({}, description="named subtrees, used as 'subtree: name'")
+    faults: list[FaultSpec] = Field([], description="fault schedule: {at | when, kind, for, ...} (see README)")
+    substitute: list[SubstituteSpec] = Field(
+        [], description="leaves replaced by stubs: {match | kind, status, after}"
+    )
+
+
+@dataclass
+class Mission:
+    model: MissionModel
+    root: NodeSpec
+    file: Path
+    source: Source
+    writers: dict[str, list[str]] = field(default_factory=dict)
+    recovery: NodeSpec | None = None  # the tree run after a safety violation (safety.recovery)
+
+    @property
+    def name(self) -> str:
+        return self.model.mission
+
+    def nodes(self) -> list[NodeSpec]:
+        """Every node of the mission tree, then of the recovery tree."""
+        recovery = list(self.recovery.walk()) if self.recovery is not None else []
+        return [*self.root.walk(), *recovery]
+
+
+def apply_override(data: dict[str, Any], source: Source, assignment: str) -> list[Diagnostic]:
+    """Apply one ``--set KEY=VALUE`` (VALUE parsed as YAML) to the raw mission data."""
+    label = f"--set {assignment}"
+    key, sep, text = assignment.partition("=")
+    if not sep or not key:
+        return [Diagnostic(label, 1, 1, "expected KEY=VALUE, e.g. --set rate_hz=250")]
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        col = len(key) + 2 + (mark.column if mark else 0)
+        return [
+            Diagnostic(label, 1, col, f"value is not valid YAML: {getattr(exc, 'problem', exc)}")
+        ]
+    parts: list[str | int] = [int(p) if p.isdigit() else p for p in key.split(".")]
+    node: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        nxt = _child(node, part)
+        if nxt is None:
+            if isinstance(node, dict) and isinstance(part, str):
+                node[part] = nxt = {}
+            else:
+                where = ".".join(map(str, parts[: depth + 1]))
+                return [Diagnostic(label, 1, 1, f"{where}: no such entry in the mission")]
+        node = nxt
+    last = parts[-1]
+    if isinstance(node, list) and isinstance(last, int) and last < len(node):
+        node[last] = value
+    elif isinstance(node, dict):
+        node[str(last)] = value
+    else:
+        return [Diagnostic(label, 1, 1, f"{key}: no such entry in the mission")]
+    source.overrides[tuple(parts)] = label
+    return []
+
+
+def _child(node: Any, part: str | int) -> Any:
+    if isinstance(node, dict):
+        return node.get(str(part))
+    if isinstance(node, list) and isinstance(part, int) and part < len(node):
+        return node[part]
+    return None
+
+
+def load_mission(
+    path: str | Path, overrides: list[str] | tuple[str, ...], registry: Registry
+) -> Mission:
+    """Load, check and return a mission, or raise ``MissionError`` listing every problem."""
+    file = Path(path)
+    data, source = load_file(file)
+    if not isinstance(data, dict):
+        raise MissionError(
+            [source.at((), f"a mission is a mapping of keys, got {type(data).__name__}")]
+        )
+    errors: list[Diagnostic] = []
+    for assignment in overrides:
+        errors.extend(apply_override(data, source, assignment))
+    if errors:
+        raise MissionError(errors)
+    try:
+        model = MissionModel.model_validate(data)
+    except ValidationError as exc:
+        errors.extend(pydantic_diagnostics(exc, source, (), "", model=MissionModel))
+        if "tree" not in data or not isinstance(data.get("subtrees", {}), dict):
+            raise MissionError(errors) from None
+        model = None
+    parser = Parser(registry)
+    parser._include_stack.append(file.resolve())
+    scope = Scope(data.get("subtrees") or {}, source, file.resolve())
+    root = parser.node(data["tree"], ("tree",), scope, "")
+    recovery = None
+    safety = data.get("safety")
+    if isinstance(safety, dict) and isinstance(safety.get("recovery"), str):
+        recovery = parser.node({"subtree": safety["recovery"]}, ("safety", "recovery"), scope, "")
+    for name, raw in scope.subtrees.items():  # report mistakes in unused subtrees too
+        if (id(scope), name) not in parser.expanded:
+            parser.node(raw, ("subtrees", name), scope, "", default_name=name)
+    errors.extend(parser.errors)
+    if errors or root is None or model is None:
+        raise MissionError(errors)
+    mission = Mission(model, root, file, source, recovery=recovery)
+    check_references(mission)
+    check_faults(mission)
+    mission.writers = check_writers(mission)
+    return mission
+
+
+def check_references(mission: Mission) -> None:
+    """Robots and targets named by leaves must be declared in 'robots:' / 'targets:'."""
+    declared = {"robot": mission.model.robots, "target": mission.model.targets}
+    errors = []
+    for spec in mission.nodes():
+        for field_name, names in declared.items():
+            wanted = getattr(spec.params, field_name, None)
+            if isinstance(wanted, str) and wanted not in names:
+                known = ", ".join(names) or "none"
+                errors.append(
+                    spec.source.at(
+                        (*spec.path, spec.kind, field_name),
+                        f"{spec.node_path}: {field_name} {wanted!r} is not declared in "
+                        f"'{field_name}s:' (declared: {known})",
+                    )
+                )
+    names = {spec.name for spec in mission.root.walk()}
+    for i, phase in enumerate(mission.model.phases or ()):
+        if phase not in names:
+            errors.append(mission.source.at(("phases", i), f"phases: no node is named {phase!r}"))
+    targets = mission.model.targets
+    for name, robot in mission.model.robots.items():
+        if robot.start is None:
+            continue
+        where = ("robots", name, "start", "target")
+        if robot.start.target not in targets:
+            known = ", ".join(targets) or "none"
+            errors.append(mission.source.at(
+                where, f"robots.{name}.start: target {robot.start.target!r} is not declared in "
+                f"'targets:' (declared: {known})"))
+            continue
+        try:
+            start_configuration(robot, targets)
+        except ValueError as error:
+            errors.append(mission.source.at(("robots", name, "start", "offset"), f"robots.{name}.start: {error}"))
+    if errors:
+        raise MissionError(errors)
+
+
+def check_faults(mission: Mission) -> None:
+    """'faults:' and 'substitute:' must name nodes, robots and targets the mission has."""
+    errors = fault_diagnostics(mission.model, mission.root, mission.source)
+    if errors:
+        raise MissionError(errors)
+
+
+def check_writers(mission: Mission) -> dict[str, list[str]]:
+    """Every key a node reads must be written by a driver, a leaf or an initial value."""
+    writers: dict[str, list[str]] = {
+        key: ["initial blackboard"] for key in mission.model.blackboard
+    }
+    for name, robot in mission.model.robots.items():
+        for key in robot.keys(name):
+            writers.setdefault(key, []).append(f"robot {name}")
+    if mission.model.robots:
+        writers.setdefault("/safety/violations", []).append("safety monitor")
+    writers.setdefault("/faults/active", []).append("fault injector")
+    readers: list[tuple[NodeSpec, str]] = []
+    for spec in mission.nodes():
+        for key in _node_writes(spec):
+            writers.setdefault(key, []).append(spec.name)
+        readers.extend((spec, key) for key in _node_reads(spec))
+    errors = [
+        spec.source.at(
+            (*spec.path, spec.kind),
+            f"{spec.node_path}: reads {key}, which nothing writes (no driver, leaf or initial "
+            f"'blackboard:' value provides it)",
+            key=True,
+        )
+        for spec, key in readers
+        if key not in writers
+    ]
+    if errors:
+        raise MissionError(errors)
+    return writers
+
+
+def _node_reads(spec: NodeSpec) -> list[str]:
+    if spec.leaf is not None:
+        return spec.leaf.reads(spec.params)
+    if spec.kind == "guard":
+        return [spec.params.condition.key]
+    return []
+
+
+def _node_writes(spec: NodeSpec) -> list[str]:
+    return spec.leaf.writes(spec.params) if spec.leaf is not None else []

@@ -1,0 +1,161 @@
+"""Pydantic field types for mission files: quantities with units, blackboard keys, poses.
+
+Each type converts what the author wrote to SI at validation time and documents itself in the
+JSON Schema (a number, or a string with one of the accepted units), so editors can complete and
+check mission files.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    WithJsonSchema,
+    field_validator,
+)
+from scipy.spatial.transform import Rotation
+
+from orbitree.language.units import QUANTITY_PATTERN, UNITS, UnitError, parse_quantity
+
+
+def _quantity_schema(dimension: str, bare: str | None = None) -> dict[str, Any]:
+    units = ", ".join(UNITS[dimension])
+    bare_note = f"bare numbers are {bare}" if bare else "bare numbers are SI"
+    return {
+        "anyOf": [
+            {"type": "number"},
+            {"type": "string", "pattern": QUANTITY_PATTERN},
+        ],
+        "description": f"{dimension.replace('_', ' ')}: a number or '<number> <unit>' "
+        f"with unit in {units}; {bare_note}",
+    }
+
+
+def _quantity_validator(dimension: str, bare: str | None = None):
+    def convert(value: Any) -> float:
+        try:
+            return parse_quantity(value, dimension, bare)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
+
+    return convert
+
+
+def quantity(dimension: str, bare: str | None = None) -> Any:
+    """An annotated float of ``dimension`` accepting ``"<number> <unit>"``, stored in SI."""
+    return Annotated[
+        float,
+        BeforeValidator(_quantity_validator(dimension, bare)),
+        WithJsonSchema(_quantity_schema(dimension, bare)),
+    ]
+
+
+Length = quantity("length")
+Angle = quantity("angle")
+AngleDeg = quantity("angle", bare="deg")
+Duration = quantity("time")
+Frequency = quantity("frequency")
+Speed = quantity("speed")
+AngularSpeed = quantity("angular_speed")
+Force = quantity("force")
+Torque = quantity("torque")
+Mass = quantity("mass")
+
+_ANY_UNIT = {unit: (dim, factor) for dim, table in UNITS.items() for unit, factor in table.items()}
+_NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S+)\s*$")
+
+
+def any_quantity(value: Any) -> Any:
+    """Convert a ``"<number> <unit>"`` string of any known dimension to SI; leave others alone.
+
+    Used where a field compares against blackboard values whose dimension the loader cannot
+    know (``condition: {key: /servo/error_norm, below: 1 mm}``). Lists are converted element by
+    element (``[350 mm, 2 cm]`` -> ``[0.35, 0.02]``).
+    """
+    if isinstance(value, list):
+        return [any_quantity(item) for item in value]
+    if isinstance(value, str):
+        match = _NUMBER_UNIT.match(value)
+        if match and match.group(2) in _ANY_UNIT:
+            return float(match.group(1)) * _ANY_UNIT[match.group(2)][1]
+        if match:
+            raise ValueError(f"unknown unit {match.group(2)!r} in {value!r}")
+    return value
+
+
+KEY_PATTERN = r"^(/[A-Za-z_][A-Za-z0-9_]*)+$"
+
+_KEY = re.compile(KEY_PATTERN)
+
+
+def _check_key(value: str) -> str:
+    if not _KEY.match(value):
+        raise ValueError(
+            f"{value!r} is not a blackboard key: write an absolute path of names made of "
+            "letters, digits and '_', e.g. /robot/arm/tcp_pose"
+        )
+    return value
+
+
+BlackboardKey = Annotated[
+    str,
+    AfterValidator(_check_key),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": KEY_PATTERN,
+            "description": "absolute blackboard key such as /robot/arm/tcp_pose",
+        }
+    ),
+]
+
+
+class Pose(BaseModel):
+    """A pose as authors write it: ``{xyz: [x, y, z], rpy: [roll, pitch, yaw]}``.
+
+    ``xyz`` is in metres unless units are given; ``rpy`` is in degrees unless units are given
+    (roboticists write angles of poses in degrees). Roll, pitch and yaw are extrinsic rotations
+    about the fixed x, y and z axes (R = Rz(yaw) Ry(pitch) Rx(roll)). A six-element list
+    ``[x, y, z, roll, pitch, yaw]`` is accepted with the same units.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    xyz: tuple[Length, Length, Length] = (0.0, 0.0, 0.0)
+    rpy: tuple[AngleDeg, AngleDeg, AngleDeg] = (0.0, 0.0, 0.0)
+
+    @field_validator("xyz", "rpy", mode="before")
+    @classmethod
+    def _three(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple) and len(value) != 3:
+            raise ValueError(f"expected 3 values, got {len(value)}")
+        return value
+
+    def matrix(self) -> np.ndarray:
+        """The (4, 4) homogeneous transform."""
+        out = np.eye(4)
+        out[:3, :3] = Rotation.from_euler("xyz", self.rpy).as_matrix()
+        out[:3, 3] = self.xyz
+        return out
+
+
+def _pose_from_list(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        if len(value) != 6:
+            raise ValueError(
+                f"a pose list needs 6 values [x, y, z, roll, pitch, yaw], got {len(value)}"
+            )
+        return {"xyz": list(value[:3]), "rpy": list(value[3:])}
+    return value
+
+
+PoseField = Annotated[Pose, BeforeValidator(_pose_from_list)]
+
+
+SIValue = Annotated[Any, BeforeValidator(any_quantity)]

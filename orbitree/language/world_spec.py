@@ -1,0 +1,178 @@
+"""The resources a mission names: robots (with their camera and F/T sensor) and targets.
+
+```yaml
+robots:
+  arm:
+    driver: sim                 # sim (default) or ur
+    host: 192.168.1.10          # ur only
+    q0: [0, -90, 90, -90, -90, 0]   # deg unless units are given (sim start)
+    tool: {xyz: [0, 0, 0.2]}    # TCP in the flange frame
+    camera:
+      driver: sim               # sim (rendered) or cv (cv2.VideoCapture)
+      mount: {xyz: [0, -0.08, -0.1]}   # camera in the TCP frame (hand-eye result)
+      fps: 30 Hz
+    latch: {travel_time: 1 s, hook_force: 60 N}   # the docking hooks (sim: contact model on)
+    start: {target: sirom, offset: {xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}}  # sim
+targets:
+  sirom: {board: sirom, pose: {xyz: [0.6, 0.2, 0.0], rpy: [0, 0, 30]}}
+```
+
+Each robot's readings reach the blackboard under ``/robot/<name>/``: ``q``, ``tcp_pose``
+(4x4 ``tcp2base``), ``tcp_twist``, ``wrench`` (TCP frame), ``protective_stop`` and, with a
+camera, ``image`` (the latest frame). A target's ``pose`` places it in the simulated world
+(robot base frame); the estimator never sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from orbitree.language.quantities import (
+    AngleDeg,
+    Duration,
+    Force,
+    Frequency,
+    Length,
+    Pose,
+    PoseField,
+    Speed,
+    Torque,
+)
+from orbitree.skills import kinematics as kin
+from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
+
+UR10E_HOME_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CameraSpec(Strict):
+    driver: Literal["sim", "cv"] = "sim"
+    mount: PoseField = Field(default_factory=Pose, description="camera pose in the TCP frame (cam2tcp)")
+    fps: Frequency = Field(30.0, gt=0.0, description="frame rate")
+    width: int = Field(1280, ge=64)
+    height: int = Field(720, ge=48)
+    focal_px: float = Field(900.0, gt=0.0, description="sim: focal length in pixels")
+    noise_dn: float = Field(1.5, ge=0.0, description="sim: read noise, grey levels")
+    blur_px: float = Field(0.7, ge=0.0, description="sim: Gaussian blur sigma, pixels")
+    device: str | int = Field(0, description="cv: device index or stream URL")
+    calibration: str | None = Field(None, description="cv: OpenCV calibration file")
+
+    @model_validator(mode="after")
+    def _cv_needs_calibration(self) -> CameraSpec:
+        if self.driver == "cv" and not self.calibration:
+            raise ValueError("a 'cv' camera needs 'calibration: file.yaml' (its intrinsics)")
+        return self
+
+
+class LatchSpec(Strict):
+    travel_time: Duration = Field(1.0, gt=0.0, description="sim: time for the hooks to close")
+    hook_force: Force = Field(60.0, gt=0.0, description="sim: pull of the closed hooks")
+
+
+class StartSpec(Strict):
+    """Start the arm at a misalignment from a target (sim).
+
+    ``offset`` is the misalignment between the active interface and the target as the seed
+    states it: the target's pose in the TCP frame is its docked pose moved by ``offset``
+    (translation along the tool axes, z ahead of the tool; rotation roll-pitch-yaw), so
+    ``{xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}`` puts the target 350 mm ahead of the tool.
+    """
+
+    target: str = Field(description="the target the offset refers to")
+    offset: PoseField = Field(
+        description="target pose relative to its docked pose, in the TCP frame (z: ahead of the tool)"
+    )
+
+
+class RobotSpec(Strict):
+    driver: Literal["sim", "ur"] = "sim"
+    model: Literal["ur10e"] = "ur10e"
+    host: str | None = Field(None, description="ur: controller address")
+    q0: tuple[AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg] = Field(
+        UR10E_HOME_DEG,
+        validate_default=True,
+        description="sim: initial joints (deg unless units are given)",
+    )
+    start: StartSpec | None = Field(
+        None, description="sim: start pose relative to a target, solved by IK from q0 (overrides q0)"
+    )
+    tool: PoseField = Field(default_factory=Pose, description="TCP pose in the flange frame")
+    camera: CameraSpec | None = None
+    latch: LatchSpec | None = Field(None, description="docking hooks of the active interface")
+    ft: bool = Field(True, description="the arm has a wrist force/torque sensor")
+    tcp_speed_limit: Speed = Field(1.0, gt=0.0, description="sim: TCP speed limit")
+    ft_noise: float = Field(0.05, ge=0.0, description="sim: F/T noise (N, N·m, std)")
+
+    @field_validator("q0", mode="before")
+    @classmethod
+    def _six(cls, value: object) -> object:
+        if isinstance(value, list | tuple) and len(value) != 6:
+            raise ValueError(f"expected 6 joint angles, got {len(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _ur_needs_host(self) -> RobotSpec:
+        if self.driver == "ur" and not self.host:
+            raise ValueError("a 'ur' robot needs 'host: <controller address>'")
+        return self
+
+    def keys(self, name: str) -> list[str]:
+        """Blackboard keys the executive writes for this robot every tick."""
+        keys = [f"/robot/{name}/{k}" for k in ("q", "tcp_pose", "tcp_twist", "protective_stop")]
+        if self.ft:
+            keys.append(f"/robot/{name}/wrench")
+        if self.camera is not None:
+            keys.append(f"/robot/{name}/image")
+        if self.latch is not None:
+            keys.append(f"/robot/{name}/latch")
+        return keys
+
+
+class TargetSpec(Strict):
+    board: Literal["sirom"] = Field("sirom", description="marker board carried by the target")
+    pose: PoseField = Field(description="sim: target (board) pose in the robot base frame")
+
+
+class Box(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min: tuple[Length, Length, Length]
+    max: tuple[Length, Length, Length]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Box:
+        if any(lo >= hi for lo, hi in zip(self.min, self.max, strict=True)):
+            raise ValueError(f"workspace min {list(self.min)} must be below max {list(self.max)} on every axis")
+        return self
+
+
+class SafetySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_force: Force = Field(150.0, gt=0.0, description="wrist force limit (norm)")
+    max_torque: Torque = Field(20.0, gt=0.0, description="wrist torque limit (norm)")
+    max_tcp_speed: Speed = Field(0.5, gt=0.0, description="TCP linear speed limit")
+    workspace: Box | None = Field(None, description="box the TCP must stay in (base frame)")
+    max_sensor_age: Duration = Field(0.1, gt=0.0, description="robot readings older than this are stale")
+    protective_stop: bool = Field(True, description="a protective stop is a violation")
+    debounce: int = Field(2, ge=1, description="ticks a force/torque reading must exceed its limit")
+    recovery: str | None = Field(None, description="subtree run after a violation, arm stopped first")
+
+
+def start_configuration(spec: RobotSpec, targets: dict[str, TargetSpec]) -> np.ndarray:
+    """Joint angles (rad) putting the TCP at ``spec.start`` (IK from ``q0``); ValueError if none."""
+    start = spec.start
+    assert start is not None
+    if start.target not in targets:
+        raise ValueError(f"start.target {start.target!r} is not one of the mission's targets")
+    # the target seen from the TCP is the docked relation moved by ``offset`` (tool axes)
+    goal = targets[start.target].pose.matrix() @ SIROM_TCP2TARGET_DOCKED @ np.linalg.inv(start.offset.matrix())
+    q, ok = kin.inverse_kinematics(kin.UR10E, goal, np.array(spec.q0), spec.tool.matrix(),
+                                   tolerance=1e-7, max_iterations=300)
+    if not ok or np.abs(q).max() > 2 * np.pi:
+        raise ValueError(f"start pose {start.offset} relative to {start.target!r} is out of reach")
+    return q

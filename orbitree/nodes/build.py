@@ -1,0 +1,141 @@
+"""Build py_trees behaviours from checked node specifications.
+
+Building needs no hardware: leaves only store their configuration in ``__init__``. The result
+keeps, for every behaviour, its pre-order id and spec, which the recorder, the views and the
+timing report use to name nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import py_trees
+from py_trees.common import OneShotPolicy
+
+from orbitree.language.parser import NodeSpec
+from orbitree.nodes.context import Context
+from orbitree.nodes.control import ClockTimeout, RateLimit, guard_condition
+
+Behaviour = py_trees.behaviour.Behaviour
+
+
+@dataclass
+class BuiltTree:
+    root: Behaviour
+    specs: list[NodeSpec]  # by node id (pre-order)
+    behaviours: list[Behaviour]  # by node id
+    parents: list[int | None]  # parent id by node id
+
+    def structure(self) -> list[dict]:
+        """The tree as plain data for log headers and views."""
+        out = []
+        for i, (spec, parent) in enumerate(zip(self.specs, self.parents, strict=True)):
+            out.append(
+                {
+                    "id": i,
+                    "name": spec.name,
+                    "kind": spec.kind,
+                    "parent": parent,
+                    "where": spec.where(),
+                    "params": spec.params.model_dump(
+                        mode="json", exclude={"name", "children", "child"}, exclude_defaults=True
+                    ),
+                }
+            )
+        return out
+
+
+    def phase_ids(self, names: list[str] | None = None) -> list[int]:
+        """Node ids of the mission's top-level phases (the summary's ``phase_s``).
+
+        The nodes ``names`` (the mission's ``phases:``, first node of each name) when given; else
+        the children of the root; when the root is a ``parallel`` whose outcome is one selected
+        composite (a mission running a perception leaf beside its main sequence), the children
+        of that composite instead, and so on down.
+        """
+        if names:
+            first = {}
+            for i, spec in enumerate(self.specs):
+                first.setdefault(spec.name, i)
+            return [first[n] for n in names if n in first]
+        node = 0
+        while self.specs[node].kind == "parallel":
+            params = self.specs[node].params
+            chosen = [i for i, p in enumerate(self.parents)
+                      if p == node and self.specs[i].name in set(getattr(params, "selected", None) or ())]
+            if getattr(params, "policy", None) != "selected" or len(chosen) != 1:
+                break
+            if not self.specs[chosen[0]].children:
+                break
+            node = chosen[0]
+        return [i for i, p in enumerate(self.parents) if p == node]
+
+
+def build_tree(root: NodeSpec, ctx: Context) -> BuiltTree:
+    specs: list[NodeSpec] = []
+    behaviours: list[Behaviour] = []
+    parents: list[int | None] = []
+
+    def build(spec: NodeSpec, parent: int | None) -> Behaviour:
+        my_id = len(specs)
+        specs.append(spec)
+        behaviours.append(None)  # type: ignore[arg-type]  # filled below, keeps pre-order ids
+        parents.append(parent)
+        children = [build(child, my_id) for child in spec.children]
+        node = _make(spec, children, ctx)
+        behaviours[my_id] = node
+        return node
+
+    top = build(root, None)
+    return BuiltTree(top, specs, behaviours, parents)
+
+
+def _make(spec: NodeSpec, children: list[Behaviour], ctx: Context) -> Behaviour:
+    p = spec.params
+    name = spec.name
+    if spec.leaf is not None:
+        return spec.leaf(name, p, ctx)
+    kind = spec.kind
+    if kind == "sequence":
+        return py_trees.composites.Sequence(name, memory=not p.reactive, children=children)
+    if kind == "fallback":
+        return py_trees.composites.Selector(name, memory=not p.reactive, children=children)
+    if kind == "parallel":
+        return py_trees.composites.Parallel(
+            name, policy=_parallel_policy(p, children), children=children
+        )
+    (child,) = children
+    if kind == "retry":
+        return py_trees.decorators.Retry(name, child, num_failures=p.attempts)
+    if kind == "repeat":
+        return py_trees.decorators.Repeat(name, child, num_success=p.count)
+    if kind == "timeout":
+        return ClockTimeout(name, child, p.duration, ctx)
+    if kind == "inverter":
+        return py_trees.decorators.Inverter(name, child)
+    if kind == "one_shot":
+        policy = (
+            OneShotPolicy.ON_SUCCESSFUL_COMPLETION
+            if p.on == "success"
+            else OneShotPolicy.ON_COMPLETION
+        )
+        return py_trees.decorators.OneShot(name, child, policy=policy)
+    if kind == "rate_limit":
+        return RateLimit(name, child, p.hz, ctx)
+    if kind == "guard":
+        return py_trees.decorators.EternalGuard(
+            name,
+            child,
+            condition=guard_condition(p.condition, ctx),
+            blackboard_keys=[p.condition.key],
+        )
+    raise AssertionError(f"no builder for node kind {kind!r}")  # the parser admits no other kinds
+
+
+def _parallel_policy(p, children: list[Behaviour]):
+    if p.policy == "all":
+        return py_trees.common.ParallelPolicy.SuccessOnAll(synchronise=p.synchronise)
+    if p.policy == "one":
+        return py_trees.common.ParallelPolicy.SuccessOnOne()
+    chosen = [c for c in children if c.name in set(p.selected)]
+    return py_trees.common.ParallelPolicy.SuccessOnSelected(chosen, synchronise=p.synchronise)

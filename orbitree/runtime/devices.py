@@ -1,0 +1,247 @@
+"""From a mission's ``robots:`` and ``targets:`` to the drivers the executive reads and commands.
+
+* ``RobotDevice`` adapts one arm (and its camera) to the executive: it writes the arm's state
+  under ``/robot/<name>/`` every tick and gives behaviours a ``robot`` whose commands are
+  journalled to the mission log (``cmd`` records) on their way to the driver.
+* ``SimWorldDevice`` steps the simulated world by one period after every tick.
+
+Simulated missions (every robot ``driver: sim``) run on the simulated clock; missions with
+hardware run on the wall clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, Robot
+from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
+from orbitree.nodes.context import Context
+
+_COMMANDS = ("speed_l", "servo_l", "move_l", "move_j", "stop", "zero_ft")
+
+
+class RecordingRobot:
+    """Forwards to a ``Robot``; every command is also written to the tick's ``cmd`` record."""
+
+    def __init__(self, robot: Robot, ctx: Context) -> None:
+        self.inner = robot  # the driver the commands go to
+        self._ctx = ctx
+        self.name = robot.name
+
+    def __getattr__(self, attr: str) -> Any:
+        target = getattr(self.inner, attr)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if attr in _COMMANDS:
+                shown = [np.round(a, 6) if isinstance(a, np.ndarray) else a for a in args]
+                self._ctx.command(self.name, attr, args=shown, **kwargs)
+            try:
+                return target(*args, **kwargs)
+            except DriverDisconnected as exc:
+                # the link is down: the command is lost, as on a real network; the arm's own
+                # watchdog stops it, and the safety monitor sees its readings go stale
+                self._ctx.event("command_lost", robot=self.name, call=attr, error=str(exc))
+                return None
+
+        return call
+
+
+@dataclass
+class RobotDevice:
+    name: str
+    spec: RobotSpec
+    driver: Robot
+    camera: Camera | None
+    ctx: Context
+    latch: Latch | None = None
+    robot: RecordingRobot = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.robot = RecordingRobot(self.driver, self.ctx)
+        self.cam2tcp = self.spec.camera.mount.matrix() if self.spec.camera else None
+        self._prefix = f"/robot/{self.name}/"
+        self.max_tcp_speed = 0.0
+        self.max_force = 0.0
+        self._wrench_stamp: float | None = None
+
+    def keys(self) -> list[str]:
+        return self.spec.keys(self.name)
+
+    def replace_driver(self, robot: Robot) -> None:
+        """Put ``robot`` (a wrapper of the driver, e.g. a fault injector's) under the recorder."""
+        self.driver = self.robot.inner = robot
+
+    def setup(self) -> None:
+        self.driver.setup()
+        if self.camera is not None:
+            self.camera.setup()
+        if self.latch is not None:
+            self.latch.setup()
+
+    def read(self, now: float) -> dict[str, Any]:
+        state = self.driver.read()
+        p = self._prefix
+        out: dict[str, Any] = {
+            p + "q": state.q,
+            p + "tcp_pose": state.tcp2base,
+            p + "tcp_twist": state.tcp_twist,
+            p + "protective_stop": state.protective_stop,
+        }
+        self.max_tcp_speed = max(self.max_tcp_speed, float(np.linalg.norm(state.tcp_twist[:3])))
+        if self.spec.ft and state.wrench_stamp != self._wrench_stamp:
+            # a reading the sensor did not renew (ft_dropout) is not re-stamped: the key goes stale
+            self._wrench_stamp = state.wrench_stamp
+            out[p + "wrench"] = state.wrench
+            self.max_force = max(self.max_force, float(np.linalg.norm(state.wrench[:3])))
+        if self.camera is not None:
+            frame = self.camera.read()
+            if frame is not None:
+                out[p + "image"] = frame
+        if self.latch is not None:
+            out[p + "latch"] = self.latch.state().name
+        return out
+
+    def after_tick(self, period: float) -> None:
+        pass
+
+    def summary(self) -> dict[str, float]:
+        """Run-summary figures this arm measured (the largest of all arms is reported)."""
+        out = {"max_tcp_speed_mps": round(self.max_tcp_speed, 6)}
+        if self.spec.ft:
+            out["max_contact_force_n"] = round(self.max_force, 4)
+        return out
+
+    def stop(self) -> None:
+        self.driver.stop()
+
+    def shutdown(self) -> None:
+        try:
+            self.driver.shutdown()
+        finally:
+            for part in (self.camera, self.latch):
+                if part is not None:
+                    part.shutdown()
+
+
+@dataclass
+class SimWorldDevice:
+    world: Any  # orbitree.drivers.sim_world.SimWorld
+    name: str = "world"
+
+    def keys(self) -> list[str]:
+        return []
+
+    def setup(self) -> None:
+        pass
+
+    def read(self, now: float) -> dict[str, Any]:
+        return {}
+
+    def after_tick(self, period: float) -> None:
+        self.world.step(period)
+
+    def stop(self) -> None:
+        for robot in self.world.robots.values():
+            robot.stop()
+
+    def shutdown(self) -> None:
+        pass
+
+    def summary(self) -> dict[str, Any]:
+        """Ground truth the sensors may not tell (a biased or dropped-out wrist sensor): the
+        peak contact force on the tool, TCP speed and distance out of the safety workspace; and
+        how far each bump pushed its target (``target_pushes``: ``reached`` is the fraction of
+        the offset, ``peak_resistance_n`` what the tool held it back with)."""
+        peaks = self.world.peaks
+        out = {"true_max_contact_force_n": round(peaks["force_n"], 4),
+               "true_max_tcp_speed_mps": round(peaks["speed_mps"], 6)}
+        if "workspace_exit_m" in peaks:
+            out["true_workspace_exit_m"] = round(peaks["workspace_exit_m"], 6)
+        pushes = [*self.world.pushed, *(p.record(self.world.time) for p in self.world.pushes)]
+        if pushes:
+            out["target_pushes"] = pushes
+        return out
+
+
+def is_simulated(robots: dict[str, RobotSpec]) -> bool:
+    return all(spec.driver == "sim" for spec in robots.values())
+
+
+def build_devices(
+    robots: dict[str, RobotSpec], targets: dict[str, TargetSpec], ctx: Context, seed: int
+) -> tuple[list[Any], Any]:
+    """Create (not connect) the drivers of a mission; returns (devices, sim world or None)."""
+    if not robots:
+        return [], None
+    if is_simulated(robots):
+        return _sim_devices(robots, targets, ctx, seed)
+    if any(spec.driver == "sim" for spec in robots.values()):
+        raise ValueError("a mission drives either simulated robots or hardware, not both")
+    return [_hardware_device(name, spec, ctx) for name, spec in robots.items()], None
+
+
+def _sim_devices(robots, targets, ctx, seed):
+    from orbitree.drivers.sim_camera import SensorModel, SimCamera, default_intrinsics
+    from orbitree.drivers.sim_latch import SimLatch
+    from orbitree.drivers.sim_robot import SimRobot, SimRobotLimits
+    from orbitree.drivers.sim_world import SimWorld
+    from orbitree.skills.board_model import sirom_board_model
+
+    world = SimWorld(seed=seed)
+    for name, target in targets.items():
+        world.add_target(name, sirom_board_model(), target.pose.matrix())
+    devices: list[Any] = []
+    for i, (name, spec) in enumerate(robots.items()):
+        q0 = np.array(spec.q0)
+        if spec.start is not None:
+            q0 = start_configuration(spec, targets)
+        robot = SimRobot(
+            name,
+            q0=q0,
+            tool=spec.tool.matrix(),
+            cam2tcp=spec.camera.mount.matrix() if spec.camera else None,
+            limits=SimRobotLimits(tcp_speed=spec.tcp_speed_limit),
+            period=ctx.period,
+            ft_noise_std=spec.ft_noise,
+            seed=np.random.default_rng([seed, i]),
+        )
+        camera = None
+        if spec.camera is not None:
+            cam = spec.camera
+            camera = SimCamera(
+                f"{name}_camera",
+                default_intrinsics(cam.width, cam.height, cam.focal_px),
+                sensor=SensorModel(blur_sigma_px=cam.blur_px, read_noise_dn=cam.noise_dn),
+                seed=seed * 1000 + i,
+                frame_rate_hz=cam.fps,
+            )
+        latch, contact, hook_force = None, None, 0.0
+        if spec.latch is not None:
+            from orbitree.skills.contact import sirom_contact_model
+
+            latch = SimLatch(f"{name}_latch", spec.latch.travel_time)
+            contact, hook_force = sirom_contact_model(), spec.latch.hook_force
+        world.add_robot(robot, camera, latch, contact, hook_force)
+        devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
+    devices.append(SimWorldDevice(world))
+    return devices, world
+
+
+def _hardware_device(name: str, spec: RobotSpec, ctx: Context) -> RobotDevice:
+    from orbitree.drivers.ur_robot import URRobot
+
+    robot = URRobot(name, spec.host or "")
+    camera = None
+    if spec.camera is not None:
+        from orbitree.drivers.cv_camera import CvCamera
+
+        cam = spec.camera
+        # frames stamped on the mission clock, like every other reading (ctx.now: the tick's time)
+        camera = CvCamera(f"{name}_camera", cam.device, cam.calibration or "", fps=cam.fps,
+                          clock=lambda: ctx.now)
+    return RobotDevice(name, spec, robot, camera, ctx)
