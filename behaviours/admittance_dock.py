@@ -30,9 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orbitree.language.quantities import Angle, Duration, Force, Length, Speed, Torque
 from orbitree.nodes.motion import MotionLeaf, MotionParams
-from orbitree.skills.admittance import AdmittanceParams, admittance_step, wrench_tcp_to_base
+from orbitree.skills.admittance import AdmittanceParams, admittance_step
 from orbitree.skills.capture import envelope_error
 from orbitree.skills.pbvs import saturate_twist
+from orbitree.skills.se3 import wrench_tcp_to_base
 
 Status = py_trees.common.Status
 Six = tuple[float, float, float, float, float, float]

@@ -32,9 +32,9 @@ from orbitree.skills.board import (
     BoardEstimatorConfig,
     estimate_board_pose,
     make_detector,
-    pose_error,
 )
 from orbitree.skills.board_model import make_aruco_board, sirom_board_model
+from orbitree.skills.se3 import pose_distance
 
 RANGES = {"near": ((0.15, 0.30), 1e-3, 0.5), "far": ((0.30, 0.60), 3e-3, 1.5)}
 
@@ -99,7 +99,7 @@ def score(config: BoardEstimatorConfig, data: Dataset) -> tuple[float, float, fl
         if pose is None:
             errors.append((np.inf, np.inf))
             continue
-        dt, dr = pose_error(pose.board2cam, truth)
+        dt, dr = pose_distance(pose.board2cam, truth)
         errors.append((dt, np.degrees(dr)))
     e = np.array(errors)
     within = (e[:, 0] <= data.max_dt_m) & (e[:, 1] <= data.max_dr_deg)

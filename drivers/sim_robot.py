@@ -60,6 +60,7 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.interfaces import RobotState
 from orbitree.skills import kinematics as kin
+from orbitree.skills import se3
 
 WrenchSource = Callable[[float, np.ndarray, np.ndarray], np.ndarray]
 """``(t, tcp2base, tcp_twist) -> wrench (6,)`` in the TCP frame, N and N·m."""
@@ -132,8 +133,8 @@ class SimRobot:
         self._table = table
         self._limits = limits or SimRobotLimits()
         n = table.n_joints
-        self._tool = np.eye(4) if tool is None else kin.check_pose(tool, "tool").copy()
-        self._cam2tcp = np.eye(4) if cam2tcp is None else kin.check_pose(cam2tcp, "cam2tcp").copy()
+        self._tool = np.eye(4) if tool is None else se3.check_pose(tool, "tool").copy()
+        self._cam2tcp = np.eye(4) if cam2tcp is None else se3.check_pose(cam2tcp, "cam2tcp").copy()
         self._lower = np.array(self._limits.joint_lower, dtype=float)
         self._upper = np.array(self._limits.joint_upper, dtype=float)
         self._speed_limit = np.array(self._limits.joint_speed, dtype=float)
@@ -206,7 +207,7 @@ class SimRobot:
         )
 
     def speed_l(self, twist: np.ndarray, acceleration: float = 0.5) -> None:
-        command = kin.check_vector(twist, 6, "twist")
+        command = se3.check_vector(twist, 6, "twist")
         accel = _positive(acceleration, "acceleration")
         if self.protective_stop:
             return
@@ -218,14 +219,14 @@ class SimRobot:
         self._twist_acc = accel
 
     def servo_l(self, tcp2base: np.ndarray) -> None:
-        target = kin.check_pose(tcp2base, "tcp2base")
+        target = se3.check_pose(tcp2base, "tcp2base")
         if self.protective_stop:
             return
         self._enter(_Mode.SERVO)
         self._target = target.copy()
 
     def move_l(self, tcp2base: np.ndarray, speed: float = 0.25, acceleration: float = 1.2) -> None:
-        goal = kin.check_pose(tcp2base, "tcp2base")
+        goal = se3.check_pose(tcp2base, "tcp2base")
         speed, accel = _positive(speed, "speed"), _positive(acceleration, "acceleration")
         if self.protective_stop:
             return
@@ -237,7 +238,7 @@ class SimRobot:
             self.trigger_protective_stop("move_l: target needs joints outside their range")
             return
         start = kin.forward_kinematics(self._table, self._q, self._tool)
-        delta = kin.pose_error(start, goal)
+        delta = se3.pose_error(start, goal)
         linear = kin.TrapezoidProfile(
             float(np.linalg.norm(delta[:3])), min(speed, self._limits.tcp_speed), accel
         )
@@ -249,7 +250,7 @@ class SimRobot:
         self._enter(_Mode.MOVE_L)
 
     def move_j(self, q: np.ndarray, speed: float = 1.05, acceleration: float = 1.4) -> None:
-        q_goal = kin.check_vector(q, self._table.n_joints, "q")
+        q_goal = se3.check_vector(q, self._table.n_joints, "q")
         speed, accel = _positive(speed, "speed"), _positive(acceleration, "acceleration")
         if self.protective_stop:
             return
@@ -334,7 +335,7 @@ class SimRobot:
 
     def set_joint_positions(self, q: np.ndarray) -> None:
         """Place the arm at rest at ``q`` (6,) rad, cancelling any motion."""
-        joints = kin.check_vector(q, self._table.n_joints, "q")
+        joints = se3.check_vector(q, self._table.n_joints, "q")
         if not self._in_range(joints):
             raise ValueError(f"q outside the joint range [{self._lower}, {self._upper}]: {joints}")
         self._q, self._qd = joints.copy(), np.zeros_like(joints)
@@ -345,7 +346,7 @@ class SimRobot:
         if source is None or callable(source):
             self._wrench_source = source
         else:
-            self._wrench_source = kin.check_vector(source, 6, "wrench").copy()
+            self._wrench_source = se3.check_vector(source, 6, "wrench").copy()
 
     def step(self, dt: float) -> None:
         """Advance the simulation by ``dt`` seconds in control periods of about ``period``."""
@@ -376,7 +377,7 @@ class SimRobot:
             return np.zeros(6)
         if callable(self._wrench_source):
             value = self._wrench_source(self._t, tcp2base, twist)
-            return kin.check_vector(value, 6, "external wrench")
+            return se3.check_vector(value, 6, "external wrench")
         return self._wrench_source.copy()
 
     def _tcp_scale(self, twist: np.ndarray) -> float:
@@ -455,7 +456,7 @@ class SimRobot:
         return self._dls(jacobian, self._twist_ref)
 
     def _servo_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        error = kin.pose_error(tcp2base, self._target)
+        error = se3.pose_error(tcp2base, self._target)
         remaining = max(self._cmd_time + self._command_time() - self._t, h)
         scale = self._tcp_scale(error / remaining)
         qd = self._dls(jacobian, error * (scale / remaining))
@@ -471,7 +472,7 @@ class SimRobot:
         turn = Rotation.from_rotvec(s * self._move_delta[3:]).as_matrix()
         reference[:3, :3] = turn @ self._move_start[:3, :3]
         reference[:3, 3] = self._move_start[:3, 3] + s * self._move_delta[:3]
-        error = kin.pose_error(tcp2base, reference)
+        error = se3.pose_error(tcp2base, reference)
         if (
             elapsed >= self._profile.duration
             and np.linalg.norm(error[:3]) < _DONE_POSITION

@@ -66,6 +66,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.interfaces import DriverDisconnected, RobotState
+from orbitree.skills.se3 import wrench_base_to_tcp
 
 __all__ = [
     "URCommandError",
@@ -128,13 +129,6 @@ def pose_from_ur(pose: Any) -> np.ndarray:
     matrix[:3, :3] = Rotation.from_rotvec(values[3:]).as_matrix()
     matrix[:3, 3] = values[:3]
     return matrix
-
-
-def wrench_base_to_tcp(wrench_base: Any, tcp2base: np.ndarray) -> np.ndarray:
-    """Re-express a wrench (6,) given in base orientation in the TCP frame (same point)."""
-    wrench = _vector6(wrench_base, "wrench")
-    base2tcp_rotation = np.asarray(tcp2base, dtype=float)[:3, :3].T
-    return np.concatenate([base2tcp_rotation @ wrench[:3], base2tcp_rotation @ wrench[3:]])
 
 
 def _vector6(values: Any, what: str) -> np.ndarray:
@@ -345,7 +339,7 @@ class URRobot:
             qd=_vector6(receive.getActualQd(), "qd"),
             tcp2base=tcp2base,
             tcp_twist=_vector6(receive.getActualTCPSpeed(), "TCP speed"),
-            wrench=wrench_base_to_tcp(receive.getActualTCPForce(), tcp2base),
+            wrench=wrench_base_to_tcp(_vector6(receive.getActualTCPForce(), "wrench"), tcp2base),
             protective_stop=bool(receive.isProtectiveStopped()),
             moving=not self.motion_done(),
         )

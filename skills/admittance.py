@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orbitree.skills.kinematics import UR10E, check_pose, check_vector, link_frames
+from orbitree.skills.kinematics import UR10E, link_frames
+from orbitree.skills.se3 import check_vector
 
 Sextuple = tuple[float, float, float, float, float, float]
 
@@ -77,13 +78,6 @@ class AdmittanceParams:
 
 UR_ADMITTANCE = AdmittanceParams()
 """The URScript example's parameters (3 N / 0.2 N·m dead band, K = 0)."""
-
-
-def wrench_tcp_to_base(wrench_tcp: np.ndarray, tcp2base: np.ndarray) -> np.ndarray:
-    """Wrench (6,) at the TCP point, from TCP axes to base axes (force and torque rotated)."""
-    wrench = check_vector(wrench_tcp, 6, "wrench_tcp")
-    rotation = check_pose(tcp2base, "tcp2base")[:3, :3]
-    return np.concatenate([rotation @ wrench[:3], rotation @ wrench[3:]])
 
 
 def apply_dead_band(

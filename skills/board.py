@@ -105,7 +105,6 @@ __all__ = [
     "estimate_board_pose",
     "make_aruco_board",
     "make_detector",
-    "pose_error",
     "refine_corners",
     "sirom_board",
     "sirom_board_model",
@@ -406,10 +405,3 @@ def _solve_markers(
     proj, _ = cv2.projectPoints(obj, rvec, board2cam[:3, 3], camera_matrix, None)
     sq = np.sum((proj.reshape(-1, 2) - img) ** 2, axis=1).reshape(-1, 4)
     return board2cam, rms, ratio, np.sqrt(sq.mean(axis=1))
-
-
-def pose_error(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
-    """(translation error norm in m, rotation angle of ``R_est^T R_true`` in rad), both (4, 4)."""
-    dt = float(np.linalg.norm(estimate[:3, 3] - truth[:3, 3]))
-    dr = float(Rotation.from_matrix(estimate[:3, :3].T @ truth[:3, :3]).magnitude())
-    return dt, dr

@@ -34,7 +34,7 @@ from types import MappingProxyType
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from orbitree.skills.kinematics import check_pose
+from orbitree.skills.se3 import check_pose
 
 AXES: tuple[str, ...] = ("x_mm", "y_mm", "z_mm", "rx_deg", "ry_deg", "rz_deg")
 """Names of the six error components, in order (also the mission summary's ``final_error``)."""

@@ -53,7 +53,7 @@ from orbitree.skills.contact_geometry import (
     sirom_passive,
     transform_points,
 )
-from orbitree.skills.kinematics import check_pose, check_vector
+from orbitree.skills.se3 import check_pose, check_vector
 
 #: Wrist compliance (N/m, N/m, N/m, N·m/rad x3): 20 N/mm and ~5 N·m/deg, RCC-like.
 DEFAULT_STIFFNESS: tuple[float, ...] = (2.0e4, 2.0e4, 2.0e4, 300.0, 300.0, 300.0)

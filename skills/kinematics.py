@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+
+from orbitree.skills.se3 import check_pose, check_vector, pose_error
 
 
 def _readonly(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -54,33 +55,6 @@ UR10E_JOINT_UPPER: np.ndarray = _readonly(np.full(6, 2.0 * np.pi))
 # Public so that drivers check their inputs with the same messages.
 
 
-_LAST_ROW = _readonly([0.0, 0.0, 0.0, 1.0])
-_I3 = _readonly(np.eye(3))
-
-
-def check_vector(value: Sequence[float] | np.ndarray, size: int, name: str) -> np.ndarray:
-    """``value`` as a finite float array of shape (size,); ValueError naming ``name`` otherwise."""
-    array = np.asarray(value, dtype=float)
-    if array.shape != (size,):
-        raise ValueError(f"{name} must have shape ({size},), got {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} must be finite, got {array}")
-    return array
-
-
-def check_pose(value: np.ndarray, name: str) -> np.ndarray:
-    """``value`` as a (4, 4) transform with a proper rotation (to 1e-6); ValueError otherwise."""
-    pose = np.asarray(value, dtype=float)
-    if pose.shape != (4, 4):
-        raise ValueError(f"{name} must have shape (4, 4), got {pose.shape}")
-    if not np.isfinite(pose).all():
-        raise ValueError(f"{name} must be finite")
-    if np.abs(pose[3] - _LAST_ROW).max() > 1e-9:
-        raise ValueError(f"{name} last row must be [0, 0, 0, 1], got {pose[3]}")
-    rot = pose[:3, :3]
-    if np.abs(rot.T @ rot - _I3).max() > 1e-6 or np.linalg.det(rot) < 0.0:
-        raise ValueError(f"{name} rotation block is not a proper rotation matrix")
-    return pose
 
 
 def _nonnegative(value: float, name: str) -> float:
@@ -261,19 +235,6 @@ def _jacobian_from_frames(frames: np.ndarray) -> np.ndarray:
     jacobian[2] = axes[:, 0] * lever[:, 1] - axes[:, 1] * lever[:, 0]
     jacobian[3:] = axes.T
     return jacobian
-
-
-def pose_error(current2base: np.ndarray, target2base: np.ndarray) -> np.ndarray:
-    """Displacement (6,) from ``current`` to ``target``, both (4, 4) in the base frame.
-
-    ``[p_target - p_current, rotvec(R_target · R_current^T)]``: the twist (base frame) that,
-    held for one second, moves the current pose onto the target (exactly in position; in
-    rotation about a fixed base-frame axis).
-    """
-    current = check_pose(current2base, "current2base")
-    target = check_pose(target2base, "target2base")
-    rotation = Rotation.from_matrix(target[:3, :3] @ current[:3, :3].T)
-    return np.concatenate([target[:3, 3] - current[:3, 3], rotation.as_rotvec()])
 
 
 # ------------------------------------------------------------ resolved rate, IK, timing

@@ -45,16 +45,10 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from orbitree.skills.gain import AdaptiveGain
-from orbitree.skills.kinematics import check_pose, check_vector
+from orbitree.skills.se3 import adjoint, check_pose, check_vector, rotate_screw, skew
 
 DEFAULT_GAIN = AdaptiveGain()
 """ViSP's UR example gain (1.5, 0.4, 30)."""
-
-
-def skew(vector: np.ndarray) -> np.ndarray:
-    """Cross-product matrix ``[a]×`` (3, 3) of ``vector`` (3,): ``skew(a) @ b == cross(a, b)``."""
-    x, y, z = check_vector(vector, 3, "vector")
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 
 
 # ---------------------------------------------------------------------------- error, interaction
@@ -163,25 +157,6 @@ def camera_velocity(
 # ---------------------------------------------------------------------------- twists
 
 
-def adjoint(a2b: np.ndarray) -> np.ndarray:
-    """Adjoint (6, 6) of ``a2b``: maps a rigid-body twist from frame a to frame b.
-
-    Twists are ``[v, ω]``; in frame a, ``v`` is the velocity of the body point at a's origin and
-    both halves are in a's axes; likewise in b. ``Ad = [[R, [t]× R], [0, R]]``.
-    """
-    pose = check_pose(a2b, "a2b")
-    rotation, translation = pose[:3, :3], pose[:3, 3]
-    result = np.zeros((6, 6))
-    result[:3, :3] = rotation
-    result[:3, 3:] = skew(translation) @ rotation
-    result[3:, 3:] = rotation
-    return result
-
-
-def _rotate_twist(rotation: np.ndarray, twist: np.ndarray) -> np.ndarray:
-    return np.concatenate([rotation @ twist[:3], rotation @ twist[3:]])
-
-
 def camera_to_tcp_twist(
     twist_cam: np.ndarray, cam2tcp: np.ndarray, tcp2base: np.ndarray
 ) -> np.ndarray:
@@ -192,7 +167,7 @@ def camera_to_tcp_twist(
     """
     twist = check_vector(twist_cam, 6, "twist_cam")
     twist_tcp = adjoint(cam2tcp) @ twist
-    return _rotate_twist(check_pose(tcp2base, "tcp2base")[:3, :3], twist_tcp)
+    return rotate_screw(check_pose(tcp2base, "tcp2base")[:3, :3], twist_tcp)
 
 
 def tcp_to_camera_twist(
@@ -200,7 +175,7 @@ def tcp_to_camera_twist(
 ) -> np.ndarray:
     """Inverse of :func:`camera_to_tcp_twist`: camera twist (6,) in the camera frame."""
     twist = check_vector(twist_tcp_base, 6, "twist_tcp_base")
-    twist_tcp = _rotate_twist(check_pose(tcp2base, "tcp2base")[:3, :3].T, twist)
+    twist_tcp = rotate_screw(check_pose(tcp2base, "tcp2base")[:3, :3].T, twist)
     return adjoint(np.linalg.inv(check_pose(cam2tcp, "cam2tcp"))) @ twist_tcp
 
 

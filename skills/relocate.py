@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from orbitree.skills import kinematics as kin
+from orbitree.skills import se3
 
 DEFAULT_MOVES = ("x+100 mm", "x-100 mm", "y+100 mm", "y-100 mm", "z+100 mm")
 _MOVE = re.compile(r"^\s*([xyz])\s*([+-])\s*(\d+\.?\d*|\.\d+)\s*(mm|cm|m)?\s*$")
@@ -41,9 +41,9 @@ def shifted_tcp(tcp2base: np.ndarray, cam2tcp: np.ndarray, shift: np.ndarray, fr
 
     frame : 'base' (shift along the base axes) or 'camera' (along the camera's axes).
     """
-    tcp2base = kin.check_pose(tcp2base, "tcp2base")
-    cam2base = tcp2base @ kin.check_pose(cam2tcp, "cam2tcp")
-    delta = kin.check_vector(shift, 3, "shift")
+    tcp2base = se3.check_pose(tcp2base, "tcp2base")
+    cam2base = tcp2base @ se3.check_pose(cam2tcp, "cam2tcp")
+    delta = se3.check_vector(shift, 3, "shift")
     if frame == "camera":
         delta = cam2base[:3, :3] @ delta
     elif frame != "base":

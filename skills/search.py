@@ -15,14 +15,15 @@ from __future__ import annotations
 import numpy as np
 
 from orbitree.skills import kinematics as kin
+from orbitree.skills import se3
 
 LOOK_DOWN = np.diag([1.0, -1.0, -1.0])  # camera z (optical axis) along base -z
 
 
 def grid_points(center_xy: np.ndarray, size_xy: np.ndarray, spacing: float) -> np.ndarray:
     """(N, 2) serpentine grid covering the rectangle ``center_xy ± size_xy / 2`` (m)."""
-    center = kin.check_vector(center_xy, 2, "center_xy")
-    size = kin.check_vector(size_xy, 2, "size_xy")
+    center = se3.check_vector(center_xy, 2, "center_xy")
+    size = se3.check_vector(size_xy, 2, "size_xy")
     if spacing <= 0 or np.any(size < 0):
         raise ValueError(f"spacing must be > 0 and size >= 0, got {spacing} and {size}")
     counts = np.maximum(1, np.ceil(size / spacing).astype(int) + 1)
@@ -60,9 +61,9 @@ def table_sweep(
     cam2tcp : (4, 4) camera mount. tool : (4, 4) TCP in the flange frame. Points the arm cannot
     reach are skipped; raises if none is reachable.
     """
-    tcp2cam = np.linalg.inv(kin.check_pose(cam2tcp, "cam2tcp"))
+    tcp2cam = np.linalg.inv(se3.check_pose(cam2tcp, "cam2tcp"))
     sweep: list[np.ndarray] = []
-    q = kin.check_vector(q_seed, table.n_joints, "q_seed").copy()
+    q = se3.check_vector(q_seed, table.n_joints, "q_seed").copy()
     for cam2base in camera_poses(grid_points(center_xy, size_xy, spacing), height):
         solution, ok = kin.inverse_kinematics(table, cam2base @ tcp2cam, q, tool, tolerance=1e-7)
         if ok:

@@ -36,7 +36,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("orbitree.cli",),
 ]
 # views draw snapshots and logs: of the layers below they may only import these
-VIEWS_MAY_IMPORT = ("orbitree.runtime.executive", "orbitree.runtime.recorder")
+VIEWS_MAY_IMPORT = (
+    "orbitree.runtime.snapshot", "orbitree.runtime.recorder", "orbitree.nodes.structure", "orbitree.language.keys",
+)
 
 
 def module_files() -> dict[str, Path]:

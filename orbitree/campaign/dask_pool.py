@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from orbitree.campaign.runs import Progress, RunSpec, execute
+from orbitree.campaign.runs import Progress, RunSpec, error_row, execute
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -74,7 +74,7 @@ class DaskPool:
                     try:
                         row = future.result()
                     except Exception as exc:  # KilledWorker, a runner that does not pickle, ...
-                        row = row(spec, {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}, 0.0, None)
+                        row = error_row(spec, f"{type(exc).__name__}: {exc}")
                     rows[spec.run_id] = row
                     bar.advance(row["status"])
                     if self.interrupted:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orbitree.campaign.outputs import aggregate, write_outputs
-from orbitree.campaign.runs import CampaignResult, Progress, RunSpec, execute, init_worker, run_case
+from orbitree.campaign.runs import CampaignResult, Progress, RunSpec, error_row, execute, init_worker, run_case
 from orbitree.campaign.spec import Campaign, plan
 
 RETRIES_AFTER_WORKER_DEATH = 1
@@ -129,9 +129,9 @@ class _Pool:
                         if deaths[spec.run_id] <= RETRIES_AFTER_WORKER_DEATH:
                             pending.appendleft(spec)
                             continue
-                        row = row(spec, {"status": "error", "reason": f"worker process died: {exc}"}, 0.0, None)
+                        row = error_row(spec, f"worker process died: {exc}")
                     except Exception as exc:  # e.g. a runner that does not pickle
-                        row = row(spec, {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}, 0.0, None)
+                        row = error_row(spec, f"{type(exc).__name__}: {exc}")
                     rows[spec.run_id] = row
                     bar.advance(row["status"])
         except KeyboardInterrupt:

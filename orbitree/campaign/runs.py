@@ -78,10 +78,15 @@ def execute(runner: Callable[[RunSpec], dict[str, Any]], spec: RunSpec) -> dict[
     if log and spec.keep_log == "failures" and outcome["status"] == "SUCCESS":
         Path(log).unlink(missing_ok=True)
         log = None
-    return row(spec, outcome, time.perf_counter() - started, log)
+    return make_row(spec, outcome, time.perf_counter() - started, log)
 
 
-def row(spec: RunSpec, outcome: dict[str, Any], wall: float, log: str | None) -> dict[str, Any]:
+def error_row(spec: RunSpec, reason: str) -> dict[str, Any]:
+    """The row of a run that produced no outcome (its worker died, it did not pickle, ...)."""
+    return make_row(spec, {"status": "error", "reason": reason}, 0.0, None)
+
+
+def make_row(spec: RunSpec, outcome: dict[str, Any], wall: float, log: str | None) -> dict[str, Any]:
     summary = outcome.get("summary") or {}
     return {
         "run": spec.run_id,

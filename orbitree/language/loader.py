@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orbitree.language.errors import Diagnostic, MissionError
 from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
+from orbitree.language.keys import FAULTS_ACTIVE, SAFETY_VIOLATIONS
 from orbitree.language.params import TreeRef
 from orbitree.language.parser import NodeSpec, Parser, Scope, pydantic_diagnostics
 from orbitree.language.quantities import BlackboardKey, Duration, Frequency, SIValue
@@ -152,8 +153,7 @@ def load_mission(
         if "tree" not in data or not isinstance(data.get("subtrees", {}), dict):
             raise MissionError(errors) from None
         model = None
-    parser = Parser(registry)
-    parser._include_stack.append(file.resolve())
+    parser = Parser(registry, file)
     scope = Scope(data.get("subtrees") or {}, source, file.resolve())
     root = parser.node(data["tree"], ("tree",), scope, "")
     recovery = None
@@ -228,8 +228,8 @@ def check_writers(mission: Mission) -> dict[str, list[str]]:
         for key in robot.keys(name):
             writers.setdefault(key, []).append(f"robot {name}")
     if mission.model.robots:
-        writers.setdefault("/safety/violations", []).append("safety monitor")
-    writers.setdefault("/faults/active", []).append("fault injector")
+        writers.setdefault(SAFETY_VIOLATIONS, []).append("safety monitor")
+    writers.setdefault(FAULTS_ACTIVE, []).append("fault injector")
     readers: list[tuple[NodeSpec, str]] = []
     for spec in mission.nodes():
         for key in _node_writes(spec):

@@ -126,10 +126,15 @@ def _expected_keys(model: type[BaseModel] | None, loc: tuple) -> str:
 @dataclass
 class Parser:
     registry: Registry
+    file: Path | None = None  # the mission file itself: the bottom of the include chain
     errors: list[Diagnostic] = field(default_factory=list)
     _subtree_stack: list[tuple[int, str]] = field(default_factory=list)
     _include_stack: list[Path] = field(default_factory=list)
     expanded: set[tuple[int, str]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.file is not None:
+            self._include_stack.append(self.file.resolve())
 
     # ---------------------------------------------------------------------------------------
     def node(

@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orbitree.language.keys import ROBOT_STATE, robot_key
 from orbitree.language.quantities import (
     AngleDeg,
     Duration,
@@ -124,13 +125,13 @@ class RobotSpec(Strict):
 
     def keys(self, name: str) -> list[str]:
         """Blackboard keys the executive writes for this robot every tick."""
-        keys = [f"/robot/{name}/{k}" for k in ("q", "tcp_pose", "tcp_twist", "protective_stop")]
+        keys = [robot_key(name, k) for k in ROBOT_STATE]
         if self.ft:
-            keys.append(f"/robot/{name}/wrench")
+            keys.append(robot_key(name, "wrench"))
         if self.camera is not None:
-            keys.append(f"/robot/{name}/image")
+            keys.append(robot_key(name, "image"))
         if self.latch is not None:
-            keys.append(f"/robot/{name}/latch")
+            keys.append(robot_key(name, "latch"))
         return keys
 
 

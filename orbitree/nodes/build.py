@@ -15,6 +15,7 @@ from py_trees.common import OneShotPolicy
 from orbitree.language.parser import NodeSpec
 from orbitree.nodes.context import Context
 from orbitree.nodes.control import ClockTimeout, RateLimit, guard_condition
+from orbitree.nodes.structure import phase_ids
 
 Behaviour = py_trees.behaviour.Behaviour
 
@@ -46,29 +47,8 @@ class BuiltTree:
 
 
     def phase_ids(self, names: list[str] | None = None) -> list[int]:
-        """Node ids of the mission's top-level phases (the summary's ``phase_s``).
-
-        The nodes ``names`` (the mission's ``phases:``, first node of each name) when given; else
-        the children of the root; when the root is a ``parallel`` whose outcome is one selected
-        composite (a mission running a perception leaf beside its main sequence), the children
-        of that composite instead, and so on down.
-        """
-        if names:
-            first = {}
-            for i, spec in enumerate(self.specs):
-                first.setdefault(spec.name, i)
-            return [first[n] for n in names if n in first]
-        node = 0
-        while self.specs[node].kind == "parallel":
-            params = self.specs[node].params
-            chosen = [i for i, p in enumerate(self.parents)
-                      if p == node and self.specs[i].name in set(getattr(params, "selected", None) or ())]
-            if getattr(params, "policy", None) != "selected" or len(chosen) != 1:
-                break
-            if not self.specs[chosen[0]].children:
-                break
-            node = chosen[0]
-        return [i for i, p in enumerate(self.parents) if p == node]
+        """Node ids of the mission's top-level phases: :func:`orbitree.nodes.structure.phase_ids`."""
+        return phase_ids(self.structure(), names)
 
 
 def build_tree(root: NodeSpec, ctx: Context) -> BuiltTree:

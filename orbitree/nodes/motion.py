@@ -13,6 +13,7 @@ from typing import Any
 import py_trees
 from pydantic import Field
 
+from orbitree.language.keys import robot_key
 from orbitree.language.params import NodeParams
 from orbitree.nodes.leaf import Leaf
 
@@ -30,7 +31,7 @@ class MotionLeaf(Leaf):
         self.moving = False
 
     def robot_key(self, name: str) -> str:
-        return f"/robot/{self.params.robot}/{name}"
+        return robot_key(self.params.robot, name)
 
     def terminate(self, new_status: py_trees.common.Status) -> None:
         if self.moving:

@@ -45,6 +45,14 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from orbitree.language.keys import (
+    SERVO_ERROR,
+    SERVO_ERROR_NORM,
+    SERVO_GAIN,
+    robot_key,
+    robot_of_wrench_key,
+    target_key,
+)
 from orbitree.report.figures import FigureEntry, Report, save_figure, write_index
 from orbitree.runtime.recorder import Log
 from orbitree.skills.capture import ENVELOPES, CaptureEnvelope, EnvelopeError, envelope_error, inside
@@ -148,10 +156,10 @@ def capture_moment(log: Log) -> CaptureMoment:
     robot = _param(log, ("approach", "capture", DOCK_KIND), "robot")
     target = _param(log, ("approach", "capture", DOCK_KIND), "target")
     if robot and target:
-        moment = _moment_from_poses(log, envelope, f"/robot/{robot}/tcp_pose", f"/target/{target}/pose_base")
+        moment = _moment_from_poses(log, envelope, robot_key(robot, "tcp_pose"), target_key(target, "pose_base"))
         if moment is not None:
             return moment
-    error = series(log, "/servo/error", (6,))
+    error = series(log, SERVO_ERROR, (6,))
     if error is None:
         return CaptureMoment(None, "unknown: the log has neither the TCP and target poses nor /servo/error")
     aim = np.array([0.0, 0.0, envelope.standoff, 0.0, 0.0, 0.0])
@@ -206,11 +214,11 @@ def _shade(ax: Any, intervals: list[tuple[float, float]], label: str, colour: st
 
 def error_figure(log: Log, moment: CaptureMoment, out: Path) -> FigureEntry:
     entry = FigureEntry("error_convergence", "Servo error per axis; dashed: capture-range moment")
-    error = series(log, "/servo/error", (6,))
+    error = series(log, SERVO_ERROR, (6,))
     if error is None:
         entry.note = "skipped: no /servo/error in the log (no approach ran, or record.keys does not match it)"
         return entry
-    norm = series(log, "/servo/error_norm")
+    norm = series(log, SERVO_ERROR_NORM)
     panels = 3 if norm is not None else 2
     fig = Figure(figsize=(9, 2.6 * panels), layout="constrained")
     axes = fig.subplots(panels, 1, sharex=True)
@@ -238,7 +246,7 @@ def error_figure(log: Log, moment: CaptureMoment, out: Path) -> FigureEntry:
 
 def gain_figure(log: Log, moment: CaptureMoment, out: Path) -> FigureEntry:
     entry = FigureEntry("gain", "Adaptive gain λ of the visual servo over time")
-    gain = series(log, "/servo/gain")
+    gain = series(log, SERVO_GAIN)
     if gain is None:
         entry.note = "skipped: no /servo/gain in the log (no approach ran, or record.keys does not match it)"
         return entry
@@ -258,10 +266,10 @@ def gain_figure(log: Log, moment: CaptureMoment, out: Path) -> FigureEntry:
 def _wrench_key(log: Log) -> str | None:
     robot = _param(log, (DOCK_KIND,), "robot")
     if robot:
-        return f"/robot/{robot}/wrench"
+        return robot_key(robot, "wrench")
     for tick in log.ticks:
         for key in tick.get("bb") or {}:
-            if key.startswith("/robot/") and key.endswith("/wrench"):
+            if robot_of_wrench_key(key):
                 return key
     return None
 

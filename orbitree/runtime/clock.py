@@ -26,6 +26,10 @@ class SimClock:
     def start(self) -> None:
         self._start = time.monotonic()
 
+    def hold(self, seconds: float) -> None:
+        """Time spent held between ticks (a paused view) is not mission time: move the origin."""
+        self._start += seconds
+
     def wait_next(self) -> None:
         """End the current tick: advance mission time (and pace it, when realtime)."""
         self.ticks += 1
@@ -51,6 +55,10 @@ class WallClock:
         self._start = time.monotonic()
         self._next = self.period
         self.now = 0.0
+
+    def hold(self, seconds: float) -> None:
+        """Time spent held between ticks (a paused view) is not mission time: move the origin."""
+        self._start += seconds
 
     def wait_next(self) -> None:
         """End the current tick: sleep to the next slot, or count a miss and start at once."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, Robot
+from orbitree.language.keys import robot_key
 from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
 from orbitree.nodes.context import Context
 
@@ -64,7 +65,7 @@ class RobotDevice:
     def __post_init__(self) -> None:
         self.robot = RecordingRobot(self.driver, self.ctx)
         self.cam2tcp = self.spec.camera.mount.matrix() if self.spec.camera else None
-        self._prefix = f"/robot/{self.name}/"
+        self._prefix = robot_key(self.name, "")
         self.max_tcp_speed = 0.0
         self.max_force = 0.0
         self._wrench_stamp: float | None = None

@@ -16,11 +16,10 @@ driver is stopped and shut down, and the log gets its footer.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,14 +30,20 @@ from py_trees.common import Status
 from orbitree.drivers.interfaces import DriverDisconnected
 from orbitree.faults.injector import FaultInjector
 from orbitree.faults.stubs import substitute_leaves
+from orbitree.language.keys import FAULTS_ACTIVE
 from orbitree.language.loader import Mission
 from orbitree.nodes.build import BuiltTree, build_tree
 from orbitree.nodes.context import Context
-from orbitree.runtime.clock import SimClock, WallClock
+from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
 from orbitree.runtime.recorder import FORMAT, Recorder
-from orbitree.runtime.safety import MOTION_KINDS, SafetyMonitor, stop_all
+from orbitree.runtime.safety import SafetyMonitor
+from orbitree.runtime.snapshot import GatingView, Snapshot, View
+from orbitree.runtime.supervisor import VIOLATIONS_KEY, SafetyHook, Supervisor
+from orbitree.runtime.ticklog import TickLog
 from orbitree.runtime.timing import TimingVisitor
+
+__all__ = ["DriverAdapter", "Executive", "Interrupted", "RunResult", "Snapshot", "View"]
 
 
 class Interrupted(Exception):
@@ -61,43 +66,6 @@ class DriverAdapter(Protocol):
     def stop(self) -> None: ...
 
     def shutdown(self) -> None: ...
-
-
-SafetyHook = Callable[[Context], list[dict[str, Any]]]
-
-
-@dataclass
-class Snapshot:
-    """What live views get after each tick (they never touch the tree itself)."""
-
-    tick: int
-    t: float
-    statuses: list[str]
-    feedback: list[str]
-    blackboard: dict[str, Any]
-    tick_ms: float
-    deadline_misses: int
-    events: list[dict[str, Any]]
-
-
-class View(Protocol):
-    def start(self, header: dict[str, Any]) -> None: ...
-
-    def publish(self, snapshot: Snapshot) -> None: ...
-
-    def finish(self, summary: dict[str, Any]) -> None: ...
-
-
-class GatingView(View, Protocol):
-    """A view that may hold the loop between ticks (the web view's pause, step, breakpoints).
-
-    A view may also list ``blackboard_keys``: glob patterns it needs in its snapshots beyond the
-    mission's ``view.keys`` (the web view plots ``/servo/error``, ``/servo/gain`` and wrenches).
-    """
-
-    def attach(self, node_times: Callable[[], dict], on_hold: Callable[[], None] | None) -> None: ...
-
-    def before_tick(self, n: int) -> float: ...  # blocks while held; returns the seconds held
 
 
 @dataclass
@@ -125,8 +93,7 @@ class Executive:
         model = self.mission.model
         seed = model.seed if self.seed is None else self.seed
         self.seed = seed
-        period = 1.0 / model.rate_hz
-        self.ctx = Context(period=period, seed=seed, rng=np.random.default_rng(seed))
+        self.ctx = Context(period=1.0 / model.rate_hz, seed=seed, rng=np.random.default_rng(seed))
         self.ctx.targets = dict(model.targets)
         if self.drivers is None:
             self.drivers, self.ctx.world = build_devices(model.robots, model.targets, self.ctx, seed)
@@ -134,16 +101,15 @@ class Executive:
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
         py_trees.blackboard.Blackboard.clear()
-        # fault injection (orbitree/faults.py): stubs for substituted leaves, then the
-        # injector wraps the arms' drivers and the nodes a tick_overrun names
+        # fault injection: stubs for substituted leaves, then the injector wraps the arms'
+        # drivers and the nodes a tick_overrun names
         self.tree = build_tree(substitute_leaves(self.mission.root, model.substitute, self.ctx), self.ctx)
         self.injector = FaultInjector(model.faults, seed=seed)
         arms = [d for d in self.drivers if isinstance(d, RobotDevice)]
         self.injector.install(self.ctx, arms, self.tree, simulated=self.clock == "sim")
         self._disconnected: set[str] = set()  # drivers whose read raised DriverDisconnected
-        # safety monitor (after any hooks given) and the recovery tree it hands control to
+        # the safety monitor (after any hooks given) and the recovery tree it hands control to
         self.recovery = build_tree(self.mission.recovery, self.ctx) if self.mission.recovery else None
-        self._recovering: dict[str, Any] | None = None
         if model.robots:
             self.safety = [*self.safety, SafetyMonitor(model.safety, list(model.robots))]
             box = model.safety.workspace
@@ -155,204 +121,58 @@ class Executive:
         self._bt = py_trees.trees.BehaviourTree(self.tree.root)
         self._writer = py_trees.blackboard.Client(name="executive")
         driver_keys = (k for d in self.drivers for k in d.keys())  # noqa: SIM118 (a device's keys(), not a dict)
-        for key in {*model.blackboard, "/faults/active", *driver_keys}:
+        for key in {*model.blackboard, FAULTS_ACTIVE, VIOLATIONS_KEY, *driver_keys}:
             self._writer.register_key(key=key, access=py_trees.common.Access.WRITE)
-        self._record_keys: dict[str, bool] = {}
-        self._view_keys: dict[str, bool] = {}
-        self._view_values: dict[str, Any] = {}
-        self._view_statuses = [b.status.name for b in self._nodes]
-        self._view_patterns = [
-            *model.view.keys, *(p for v in self.views for p in getattr(v, "blackboard_keys", ()))
-        ]
+        self.supervisor = Supervisor(self.safety, self.ctx, self.drivers, self._write, self.recovery,
+                                     model.safety.recovery)
+        self._active_faults: list[int] | None = None  # ids of the faults in /faults/active
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> RunResult:
+        """Run the mission to its end; however it ends, halt the tree, stop the drivers, log it."""
         model = self.mission.model
-        period = self.ctx.period
-        clock = (
-            SimClock(period, realtime=self.realtime) if self.clock == "sim" else WallClock(period)
-        )
+        clock: Clock = SimClock(self.ctx.period, realtime=self.realtime) if self.clock == "sim" \
+            else WallClock(self.ctx.period)
         recorder = Recorder(self.log_path)
-        behaviours = self._nodes
-        last_status = [b.status for b in behaviours]
-        last_feedback = ["" for _ in behaviours]
+        ticks = TickLog(recorder, self._nodes, self.ctx, model.record.keys, self.views)
+        ticks.also_show(model.view.keys)
         tick_times: list[float] = []
         phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
-        violations: list[dict[str, Any]] = []
-        active_ids: list[int] | None = None  # ids of the faults in /faults/active
-
-        def record_tick(n: int, t: float, tick_ms: float) -> dict[int, str]:
-            statuses = [b.status for b in behaviours]
-            feedback = [b.feedback_message for b in behaviours]
-            changed = {
-                i: st.name
-                for i, (st, old) in enumerate(zip(statuses, last_status, strict=True))
-                if st is not old
-            }
-            fb = {
-                i: f
-                for i, (f, old) in enumerate(zip(feedback, last_feedback, strict=True))
-                if f != old
-            }
-            last_status[:], last_feedback[:] = statuses, feedback
-            dirty, commands, events = self.ctx.take_tick_records()
-            record: dict[str, Any] = {
-                "type": "tick",
-                "n": n,
-                "t": round(t, 6),
-                "tick_ms": round(tick_ms, 4),
-            }
-            if dirty:
-                bb = self._values(dirty, self._record_keys, model.record.keys)
-                if bb:
-                    record["bb"] = bb
-            for name, value in (
-                ("status", changed),
-                ("feedback", fb),
-                ("cmd", commands),
-                ("events", events),
-            ):
-                if value:
-                    record[name] = value
-            recorder.write(record)
-            if self.views:
-                if dirty:
-                    self._view_values.update(self._values(dirty, self._view_keys, self._view_patterns))
-                if changed:  # a new list only when a status changed (naming 40 enums costs ~10 µs)
-                    view_statuses = self._view_statuses = list(self._view_statuses)
-                    for i, name in changed.items():
-                        view_statuses[i] = name
-                snapshot = Snapshot(
-                    n,
-                    t,
-                    self._view_statuses,
-                    feedback,
-                    dict(self._view_values),
-                    tick_ms,
-                    clock.deadline_misses,
-                    events,
-                )
-                for view in self.views:
-                    view.publish(snapshot)
-            return changed
-
         recorder.open()
         header = self._header()
         recorder.write(header)
         for view in self.views:
             view.start(header)
         try:
-            for driver in self.drivers:
-                driver.setup()
-            # py_trees enforces a setup timeout with a signal, which only the main thread may
-            # set; elsewhere (a Dask worker's thread) setup runs without one
-            on_main = threading.current_thread() is threading.main_thread()
-            self._bt.setup(timeout=15.0 if on_main else py_trees.common.Duration.INFINITE)
-            if self.recovery is not None:
-                for node in self.recovery.root.iterate():
-                    node.setup()
-            for key, value in model.blackboard.items():
-                self._write(key, value)
+            self._setup()
             clock.start()
             gates = self._gates()
             while True:
-                if gates:
-                    self._between_ticks(gates, clock)
-                self.ctx.now = clock.now
-                self.injector.before_tick(clock.now)
-                active = self.injector.active
-                if [f["id"] for f in active] != active_ids:
-                    active_ids = [f["id"] for f in active]
-                    self._write("/faults/active", [dict(f) for f in active])
-                for driver in self.drivers:
-                    try:
-                        readings = driver.read(clock.now)
-                    except DriverDisconnected as exc:  # its blackboard values go stale
-                        if driver.name not in self._disconnected:
-                            self._disconnected.add(driver.name)
-                            self.ctx.event("driver_disconnected", driver=driver.name, error=str(exc))
-                        continue
-                    if driver.name in self._disconnected:
-                        self._disconnected.discard(driver.name)
-                        self.ctx.event("driver_reconnected", driver=driver.name)
-                    for key, value in readings.items():
-                        self._write(key, value)
-                t0 = time.perf_counter()
-                if self._recovering is None:
-                    self._tick_tree()
-                else:
-                    self.recovery.root.tick_once()
-                tick_ms = (time.perf_counter() - t0) * 1e3
+                for gate in gates:  # a held loop's time is not mission time
+                    clock.hold(gate.before_tick(clock.ticks))
+                tick_ms = self._tick(clock.now)
                 tick_times.append(tick_ms)
                 for i in phases:
-                    if behaviours[i].status == Status.RUNNING:
-                        phases[i] += period
-                fresh: list[dict[str, Any]] = []
-                for hook in self.safety:
-                    found = hook(self.ctx)
-                    if found and self._recovering is not None:
-                        # stale sensors and protective stops persist: the recovery checks them
-                        found = [v for v in found if v.get("check") in MOTION_KINDS]
-                    fresh.extend(found or ())
-                if fresh:
-                    storage = py_trees.blackboard.Blackboard.storage
-                    storage["/safety/violations"] = [*storage.get("/safety/violations", []), *fresh]
-                    self.ctx.touched("/safety/violations")
-                    violations.extend(fresh)
-                    for item in fresh:
-                        self.ctx.event("safety_violation", **item)
-                    unreachable = stop_all(self.drivers, self.ctx)  # override this tick's commands
-                    if unreachable:
-                        self.ctx.event("stop_failed", drivers=unreachable)
-                    if self._recovering is None and self.recovery is not None:
-                        self.tree.root.stop(Status.INVALID)  # halt the mission: leaves stop arms
-                        self._recovering = fresh[0]
-                        for hook in self.safety:
-                            if hasattr(hook, "enter_recovery"):
-                                hook.enter_recovery(fresh)
-                        self.ctx.event("recovery", phase="start", subtree=self.mission.model.safety.recovery)
-                        fresh = []
-                changed = record_tick(clock.ticks, clock.now, tick_ms)
+                    if self._nodes[i].status == Status.RUNNING:
+                        phases[i] += self.ctx.period
+                fresh = self.supervisor.check(self.tree)
+                changed = ticks.write(clock.ticks, clock.now, tick_ms, clock.deadline_misses)
                 self.injector.after_tick(clock.now, changed)
-                root_status = self.tree.root.status
-                if fresh:
-                    first = violations[0].get("message", violations[0])
-                    during = "; during recovery: " + str(fresh[0].get("message")) if self._recovering else ""
-                    status, reason = "ABORTED", f"safety: {first}{during}"
-                    break
-                if self._recovering is not None:
-                    outcome = self.recovery.root.status
-                    if outcome in (Status.SUCCESS, Status.FAILURE):
-                        name = self.mission.model.safety.recovery
-                        self.ctx.event("recovery", phase="end", subtree=name, status=outcome.name)
-                        first = self._recovering.get("message", self._recovering)
-                        status, reason = "ABORTED", f"safety: {first}; recovery {name!r} {outcome.name}"
-                        break
-                    root_status = Status.RUNNING
-                if root_status in (Status.SUCCESS, Status.FAILURE):
-                    status, reason = root_status.name, f"tree returned {root_status.name}"
-                    break
-                if clock.now + period > model.max_duration - 1e-9:
-                    status, reason = "FAILURE", f"max_duration {model.max_duration:g} s reached"
-                    if self._recovering is not None:  # still a safety stop, whatever the clock says
-                        first = self._recovering.get("message", self._recovering)
-                        name = self.mission.model.safety.recovery
-                        status, reason = "ABORTED", f"safety: {first}; recovery {name!r} did not finish"
+                verdict = self._verdict(fresh, clock.now)
+                if verdict is not None:
+                    status, reason = verdict
                     break
                 for driver in self.drivers:
-                    driver.after_tick(period)
+                    driver.after_tick(self.ctx.period)
                 clock.wait_next()
         except (KeyboardInterrupt, Interrupted) as exc:
-            status, reason = (
-                "ABORTED",
-                "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)",
-            )
+            reason = "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"
+            status = "ABORTED"
         except Exception as exc:  # a bug in a leaf or driver: stop everything, report, exit 1
             status = "ABORTED"
-            culprit = self._culprit(exc)
-            reason = f"{culprit}raised {type(exc).__name__}: {exc}"
+            reason = f"{self._culprit(exc)}raised {type(exc).__name__}: {exc}"
             error = "".join(traceback.format_exception(exc))
         finally:
             try:
@@ -361,42 +181,87 @@ class Executive:
                 halted = self._halt()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
-                record_tick(clock.ticks, clock.now, 0.0)
-        summary = self._summary(status, reason, clock, tick_times, phases, violations, started)
-        recorder.write(
-            {
-                "type": "footer",
-                "summary": summary,
-                "node_tick_us": self._timer.report_us(),
-                "error": error,
-            }
-        )
+                ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses)
+        summary = self._summary(status, reason, clock, tick_times, phases, started)
+        recorder.write({"type": "footer", "summary": summary, "node_tick_us": self._timer.report_us(),
+                        "error": error})
         recorder.close()
         for view in self.views:
             view.finish(summary)
         return RunResult(status, reason, summary, error)
 
+    def _setup(self) -> None:
+        for driver in self.drivers:
+            driver.setup()
+        # py_trees enforces a setup timeout with a signal, which only the main thread may set;
+        # elsewhere (a Dask worker's thread) setup runs without one
+        on_main = threading.current_thread() is threading.main_thread()
+        self._bt.setup(timeout=15.0 if on_main else py_trees.common.Duration.INFINITE)
+        if self.recovery is not None:
+            for node in self.recovery.root.iterate():
+                node.setup()
+        for key, value in self.mission.model.blackboard.items():
+            self._write(key, value)
+
+    def _tick(self, now: float) -> float:
+        """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms."""
+        self.ctx.now = now
+        self.injector.before_tick(now)
+        active = self.injector.active
+        if [f["id"] for f in active] != self._active_faults:
+            self._active_faults = [f["id"] for f in active]
+            self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+        self._read_drivers(now)
+        t0 = time.perf_counter()
+        if self.supervisor.recovering is None:
+            self._tick_tree()
+        else:
+            assert self.recovery is not None
+            self.recovery.root.tick_once()
+        return (time.perf_counter() - t0) * 1e3
+
+    def _read_drivers(self, now: float) -> None:
+        for driver in self.drivers:
+            try:
+                readings = driver.read(now)
+            except DriverDisconnected as exc:  # its blackboard values go stale
+                if driver.name not in self._disconnected:
+                    self._disconnected.add(driver.name)
+                    self.ctx.event("driver_disconnected", driver=driver.name, error=str(exc))
+                continue
+            if driver.name in self._disconnected:
+                self._disconnected.discard(driver.name)
+                self.ctx.event("driver_reconnected", driver=driver.name)
+            for key, value in readings.items():
+                self._write(key, value)
+
+    def _verdict(self, fresh: list[dict[str, Any]], now: float) -> tuple[str, str] | None:
+        """(status, reason) if the run ends after this tick: safety, the tree's outcome, time."""
+        verdict = self.supervisor.verdict(fresh)
+        if verdict is not None:
+            return verdict
+        root_status = self.tree.root.status if self.supervisor.recovering is None else Status.RUNNING
+        if root_status in (Status.SUCCESS, Status.FAILURE):
+            return root_status.name, f"tree returned {root_status.name}"
+        max_duration = self.mission.model.max_duration
+        if now + self.ctx.period > max_duration - 1e-9:
+            return self.supervisor.out_of_time() or ("FAILURE", f"max_duration {max_duration:g} s reached")
+        return None
+
     # pause / step / breakpoints (views that gate the loop) ---------------------------------
     def _gates(self) -> list[GatingView]:
+        """Views that may hold the loop between two whole ticks.
+
+        Time held is not mission time (the clock's origin moves by it), so a paused simulation
+        resumes where it stopped and on the wall clock no timeout fires for the pause. On the
+        wall clock (hardware) the drivers are stopped when a hold begins, since a speed command
+        would go on while nothing ticks; the leaves command them again when ticking resumes.
+        """
         gates = [v for v in self.views if hasattr(v, "before_tick")]
         on_hold = self._stop_drivers if self.clock == "wall" else None
         for gate in gates:
             gate.attach(self._timer.report_us, on_hold)
         return gates
-
-    def _between_ticks(self, gates: list[GatingView], clock: SimClock | WallClock) -> None:
-        """Let gating views hold the loop here, between two whole ticks.
-
-        Time held is not mission time: the clock's origin moves by it, so a paused simulation
-        resumes where it stopped (and a realtime one does not race to catch up), and on the wall
-        clock no timeout fires for the pause. On the wall clock (hardware) the drivers are
-        stopped when a hold begins, since a speed command would go on while nothing ticks; the
-        leaves command them again when ticking resumes.
-        """
-        for gate in gates:
-            held = gate.before_tick(clock.ticks)
-            if held:
-                clock._start += held
 
     def _stop_drivers(self) -> None:
         for driver in self.drivers:
@@ -414,18 +279,6 @@ class Executive:
     def _write(self, key: str, value: Any) -> None:
         self._writer.set(key, value, overwrite=True)
         self.ctx.touched(key)
-
-    def _values(
-        self, dirty: set[str], cache: dict[str, bool], patterns: list[str]
-    ) -> dict[str, Any]:
-        out = {}
-        for key in dirty:
-            wanted = cache.get(key)
-            if wanted is None:
-                wanted = cache[key] = any(fnmatch.fnmatchcase(key, p) for p in patterns)
-            if wanted:
-                out[key] = py_trees.blackboard.Blackboard.storage.get(key)
-        return out
 
     def _halt(self) -> bool:
         """Halt the tree (running leaves' ``terminate`` stop their motions), then the drivers."""
@@ -486,9 +339,7 @@ class Executive:
             "recorded_keys": model.record.keys,
         }
 
-    def _summary(
-        self, status, reason, clock, tick_times, phases, violations, started
-    ) -> dict[str, Any]:
+    def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
         times = np.asarray(tick_times) if tick_times else np.zeros(1)
         summary: dict[str, Any] = {
             "mission": self.mission.name,
@@ -510,7 +361,7 @@ class Executive:
             "max_tcp_speed_mps": None,
             "phase_s": {self.tree.specs[i].name: round(s, 6) for i, s in phases.items()},
             "faults": self.injector.records,
-            "safety_violations": violations,
+            "safety_violations": self.supervisor.violations,
         }
         for driver in self.drivers:
             for key, value in getattr(driver, "summary", dict)().items():

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import py_trees
 
+from orbitree.language.keys import robot_key
 from orbitree.language.world_spec import SafetySpec
 from orbitree.nodes.context import Context
 
@@ -74,7 +75,7 @@ class SafetyMonitor:
             self.started = ctx.now
         found: list[dict[str, Any]] = []
         for name in self.robots:
-            p = f"/robot/{name}/"
+            p = robot_key(name, "")
             found.extend(self._check_robot(ctx, storage, name, p))
         return found
 

@@ -11,8 +11,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from orbitree.runtime.executive import Snapshot
 from orbitree.runtime.recorder import Log
+from orbitree.runtime.snapshot import Snapshot
 
 
 def snapshots(log: Log) -> Iterator[Snapshot]:

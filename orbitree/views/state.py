@@ -18,46 +18,22 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from orbitree.language.keys import ROBOT_WRENCH_GLOB, SERVO_ERROR, SERVO_GAIN, robot_of_wrench_key
+from orbitree.nodes.structure import phase_ids
 from orbitree.runtime.recorder import to_jsonable
 
-SERVO_ERROR, SERVO_GAIN = "/servo/error", "/servo/gain"
-WRENCH = re.compile(r"^/robot/([^/]+)/wrench$")
-PLOT_KEYS = (SERVO_ERROR, SERVO_GAIN, "/robot/*/wrench")  # what the page plots
+PLOT_KEYS = (SERVO_ERROR, SERVO_GAIN, ROBOT_WRENCH_GLOB)  # what the page plots
 PLOT_MIN_DT = 0.02  # s of mission time between two plotted samples of one series (50 Hz)
 MAX_SAMPLES = 15_000  # per series: 300 s at 50 Hz
 MAX_CHANGES = 200_000  # status changes kept for late viewers and the timeline
 MAX_EVENTS = 5_000
 MISSING = object()
-
-
-def phase_ids(nodes: list[dict[str, Any]]) -> list[int]:
-    """The mission's phases from a log header's ``nodes``: the same rule as ``BuiltTree.phase_ids``.
-
-    The root's children; when the root is a ``parallel`` with policy ``selected`` naming one
-    composite, that composite's children instead, and so on down.
-    """
-    if not nodes:
-        return []
-    children: dict[int, list[int]] = {}
-    for node in nodes:
-        if node["parent"] is not None:
-            children.setdefault(node["parent"], []).append(node["id"])
-    at = 0
-    while nodes[at]["kind"] == "parallel":
-        params = nodes[at].get("params") or {}
-        selected = set(params.get("selected") or ())
-        chosen = [i for i in children.get(at, []) if nodes[i]["name"] in selected]
-        if params.get("policy") != "selected" or len(chosen) != 1 or not children.get(chosen[0]):
-            break
-        at = chosen[0]
-    return children.get(at, [])
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
@@ -195,7 +171,7 @@ class ViewState:
     def _sample_plots(self, t: float, bb: Mapping[str, Any]) -> None:
         if len(bb) != self._plot_keys_for:  # the set of keys grew: look for wrenches again
             self._plot_keys_for = len(bb)
-            self._plot_keys = [k for k in bb if k in (SERVO_ERROR, SERVO_GAIN) or WRENCH.match(k)]
+            self._plot_keys = [k for k in bb if k in (SERVO_ERROR, SERVO_GAIN) or robot_of_wrench_key(k)]
         last = self._plotted
         for key in self._plot_keys:
             value = bb[key]
@@ -223,12 +199,12 @@ class ViewState:
             if row is not None:
                 self._add("gain", t, row)
         else:
-            match = WRENCH.match(key)
-            if match is not None:
+            robot = robot_of_wrench_key(key)
+            if robot is not None:
                 row = _vector(value, 6)
                 if row is not None:
-                    self._add(f"force:{match[1]}", t, row[:3])
-                    self._add(f"torque:{match[1]}", t, row[3:])
+                    self._add(f"force:{robot}", t, row[:3])
+                    self._add(f"torque:{robot}", t, row[3:])
 
     def _add(self, name: str, t: float, values: list[float | None]) -> None:
         series = self.series.get(name)

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from orbitree.runtime.executive import Snapshot
+from orbitree.runtime.snapshot import Snapshot
 
 STYLE = {"RUNNING": "bold yellow", "SUCCESS": "green", "FAILURE": "red", "INVALID": "dim"}
 GLYPH = {"RUNNING": "▶", "SUCCESS": "✔", "FAILURE": "✘", "INVALID": "·"}

@@ -8,7 +8,7 @@ import pytest
 from orbitree.behaviours.catalogue import load_mission
 from orbitree.runtime.executive import Executive
 from orbitree.runtime.recorder import read_log
-from orbitree.skills.board import pose_error
+from orbitree.skills.se3 import pose_distance
 
 MISSION = """
 mission: perceive-test
@@ -48,7 +48,7 @@ def test_perceive_estimates_the_target_pose_in_the_base_frame(tmp_path, pose):
     bb = executive.tree.behaviours[2].bb
     estimate = bb.get("/target/sirom/pose_base")
     truth = executive.ctx.world.target_pose("sirom")
-    translation_m, rotation_rad = pose_error(estimate.matrix, truth)
+    translation_m, rotation_rad = pose_distance(estimate.matrix, truth)
     rotation_deg = np.degrees(rotation_rad)
     print(f"\n{pose}: error {translation_m * 1e3:.3f} mm, {rotation_deg:.3f} deg, markers {estimate.markers}")
     assert translation_m < 2e-3 and rotation_deg < 1.0

@@ -60,7 +60,7 @@ def test_view_redraws_at_most_max_hz_and_never_blocks_publish(tmp_path):
 
 
 def _snapshot_with(view, statuses, feedback):
-    from orbitree.runtime.executive import Snapshot
+    from orbitree.runtime.snapshot import Snapshot
 
     return Snapshot(
         tick=3,

@@ -8,6 +8,7 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.skills import admittance as adm
 from orbitree.skills import kinematics as kin
+from orbitree.skills import se3
 from orbitree.skills.admittance import UR_ADMITTANCE, AdmittanceParams
 
 DT = 0.002  # 500 Hz, the e-Series RTDE rate
@@ -94,7 +95,7 @@ def test_wrench_to_base_rotates_force_and_torque() -> None:
     tcp2base = np.eye(4)
     tcp2base[:3, :3] = Rotation.from_euler("z", 90, degrees=True).as_matrix()
     tcp2base[:3, 3] = [1.0, 2.0, 3.0]  # the point stays the TCP: no moment arm
-    wrench = adm.wrench_tcp_to_base(np.array([1.0, 0, 0, 0, 2.0, 0]), tcp2base)
+    wrench = se3.wrench_tcp_to_base(np.array([1.0, 0, 0, 0, 2.0, 0]), tcp2base)
     np.testing.assert_allclose(wrench, [0, 1.0, 0, -2.0, 0, 0], atol=1e-15)
 
 

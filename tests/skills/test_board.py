@@ -14,7 +14,6 @@ from orbitree.skills.board import (
     BoardPose,
     estimate_board_pose,
     make_detector,
-    pose_error,
     solve_board_pose,
 )
 from orbitree.skills.board_model import (
@@ -25,6 +24,7 @@ from orbitree.skills.board_model import (
     sirom_board,
     sirom_board_model,
 )
+from orbitree.skills.se3 import pose_distance
 
 CASES_PER_RANGE = 200
 
@@ -110,7 +110,7 @@ def test_pose_accuracy_on_random_rendered_views(
         if pose is None:
             errors.append((np.inf, np.inf))
             continue
-        dt, dr = pose_error(pose.board2cam, cam.ground_truth_board2cam("sirom"))
+        dt, dr = pose_distance(pose.board2cam, cam.ground_truth_board2cam("sirom"))
         errors.append((dt, np.degrees(dr)))
     e = np.array(errors)
     within = np.mean((e[:, 0] <= max_dt_m) & (e[:, 1] <= max_dr_deg))
@@ -135,7 +135,7 @@ def test_pose_is_found_with_one_marker_occluded(hidden_id: int) -> None:
     assert pose is not None
     assert hidden_id not in pose.marker_ids and len(pose.marker_ids) == 2
     assert pose.n_corners == 8
-    dt, dr = pose_error(pose.board2cam, truth)
+    dt, dr = pose_distance(pose.board2cam, truth)
     assert dt < 1e-3 and np.degrees(dr) < 0.5
 
 
@@ -182,7 +182,7 @@ def test_straightforward_config_is_selectable() -> None:
     pose = estimate_board_pose(image, intr.camera_matrix, intr.dist_coeffs, sirom_board(),
                                config=config)
     assert pose is not None and pose.ambiguity_ratio == np.inf  # SQPNP: one solution
-    dt, _ = pose_error(pose.board2cam, truth)
+    dt, _ = pose_distance(pose.board2cam, truth)
     assert dt < 3e-3
 
 
@@ -199,7 +199,7 @@ def test_exact_corners_give_the_exact_pose() -> None:
     obj = sirom_board_model().corners.reshape(-1, 3)
     truth = _look_at_board(0.3, tilt_deg=30.0, spin_deg=10.0)
     board2cam, rms, _ = solve_board_pose(obj, _project(obj, truth, k), k)
-    dt, dr = pose_error(board2cam, truth)
+    dt, dr = pose_distance(board2cam, truth)
     assert dt < 1e-9 and dr < 1e-8 and rms < 1e-6
 
 
@@ -219,9 +219,9 @@ def test_prior_pose_picks_the_branch_of_the_planar_ambiguity() -> None:
                                             ambiguity_ratio=np.inf)
         near_mirror, _, _ = solve_board_pose(obj, img, k, prior_board2cam=mirror,
                                              ambiguity_ratio=np.inf)
-        assert pose_error(near_truth, truth)[1] <= pose_error(near_mirror, truth)[1]
-        assert pose_error(near_mirror, mirror)[1] <= pose_error(near_truth, mirror)[1]
-        distinct = pose_error(near_truth, near_mirror)[1] > np.radians(1)
+        assert pose_distance(near_truth, truth)[1] <= pose_distance(near_mirror, truth)[1]
+        assert pose_distance(near_mirror, mirror)[1] <= pose_distance(near_truth, mirror)[1]
+        distinct = pose_distance(near_truth, near_mirror)[1] > np.radians(1)
         free_picked_mirror += distinct and np.allclose(free, near_mirror)
     assert free_picked_mirror >= 1
 
@@ -241,5 +241,5 @@ def test_generic_board_from_a_corner_table_estimates_like_the_sirom_one() -> Non
     intr = cam.intrinsics
     pose = estimate_board_pose(image, intr.camera_matrix, intr.dist_coeffs, generic)
     assert pose is not None
-    dt, dr = pose_error(pose.board2cam, truth)
+    dt, dr = pose_distance(pose.board2cam, truth)
     assert dt < 1e-3 and np.degrees(dr) < 0.5

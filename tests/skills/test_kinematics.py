@@ -7,6 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from orbitree.skills import kinematics as kin
+from orbitree.skills import se3
 
 UR_D1, UR_A2, UR_A3, UR_D4, UR_D5, UR_D6 = 0.1807, -0.6127, -0.57155, 0.17415, 0.11985, 0.11655
 
@@ -157,12 +158,12 @@ def test_pose_and_jacobian_agree_with_separate_calls() -> None:
 def test_pose_error_is_zero_for_equal_poses_and_recovers_a_known_offset() -> None:
     rng = np.random.default_rng(7)
     current = _random_pose(rng)
-    np.testing.assert_allclose(kin.pose_error(current, current), np.zeros(6), atol=1e-15)
+    np.testing.assert_allclose(se3.pose_error(current, current), np.zeros(6), atol=1e-15)
     offset = np.array([0.01, -0.02, 0.03, 0.1, -0.2, 0.05])
     target = np.eye(4)
     target[:3, :3] = Rotation.from_rotvec(offset[3:]).as_matrix() @ current[:3, :3]
     target[:3, 3] = current[:3, 3] + offset[:3]
-    np.testing.assert_allclose(kin.pose_error(current, target), offset, atol=1e-12)
+    np.testing.assert_allclose(se3.pose_error(current, target), offset, atol=1e-12)
 
 
 def test_dls_without_damping_solves_the_twist_exactly_away_from_singularities() -> None:

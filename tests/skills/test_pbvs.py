@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.linalg import expm
 from scipy.spatial.transform import Rotation
 
-from orbitree.skills import pbvs
+from orbitree.skills import pbvs, se3
 from orbitree.skills.gain import AdaptiveGain
 
 MM = 1e-3
@@ -32,7 +32,7 @@ def _random_pose(rng: np.random.Generator, scale: float = 0.3) -> np.ndarray:
 def _hat(twist: np.ndarray) -> np.ndarray:
     """se(3) matrix (4, 4) of a twist [v, ω]."""
     matrix = np.zeros((4, 4))
-    matrix[:3, :3] = pbvs.skew(twist[3:])
+    matrix[:3, :3] = se3.skew(twist[3:])
     matrix[:3, 3] = twist[:3]
     return matrix
 
@@ -41,7 +41,7 @@ def _exp(twist: np.ndarray, dt: float) -> np.ndarray:
     """SE(3) exponential ``expm(dt · hat(twist))`` in closed form (scipy's expm is slow here)."""
     rotvec = dt * twist[3:]
     theta = float(np.linalg.norm(rotvec))
-    cross = pbvs.skew(rotvec)
+    cross = se3.skew(rotvec)
     if theta < 1e-8:
         left_jacobian = np.eye(3) + 0.5 * cross
     else:
@@ -114,7 +114,7 @@ def test_error_rejects_bad_poses() -> None:
 def _l_theta_u_alternative_closed_form(theta_u: np.ndarray) -> np.ndarray:
     """Inverse right Jacobian of SO(3), written with cos/sin instead of sinc."""
     theta = np.linalg.norm(theta_u)
-    cross = pbvs.skew(theta_u)
+    cross = se3.skew(theta_u)
     quadratic = 1.0 / theta**2 - (1.0 + math.cos(theta)) / (2.0 * theta * math.sin(theta))
     return np.eye(3) + 0.5 * cross + quadratic * cross @ cross
 
@@ -122,7 +122,7 @@ def _l_theta_u_alternative_closed_form(theta_u: np.ndarray) -> np.ndarray:
 def _l_theta_u_as_printed(theta_u: np.ndarray) -> np.ndarray:
     """As printed in REFERENCE.md A (Chaumette & Hutchinson 2006), with −(θ/2)[u]×."""
     theta = np.linalg.norm(theta_u)
-    u_cross = pbvs.skew(theta_u / theta)
+    u_cross = se3.skew(theta_u / theta)
     sinc = np.sinc(theta / np.pi) / np.sinc(theta / (2.0 * np.pi)) ** 2
     return np.eye(3) - 0.5 * theta * u_cross + (1.0 - sinc) * u_cross @ u_cross
 
@@ -154,7 +154,7 @@ def test_l_theta_u_small_angle_limit_is_identity_and_continuous() -> None:
     # First order: I + [θu]×/2.
     theta_u = 1e-3 * axis
     np.testing.assert_allclose(
-        pbvs.theta_u_interaction(theta_u), np.eye(3) + 0.5 * pbvs.skew(theta_u), atol=1e-7
+        pbvs.theta_u_interaction(theta_u), np.eye(3) + 0.5 * se3.skew(theta_u), atol=1e-7
     )
 
 
@@ -282,7 +282,7 @@ def test_adjoint_of_a_composition_is_the_product() -> None:
     rng = np.random.default_rng(7)
     a2b, b2c = _random_pose(rng), _random_pose(rng)
     np.testing.assert_allclose(
-        pbvs.adjoint(b2c @ a2b), pbvs.adjoint(b2c) @ pbvs.adjoint(a2b), atol=1e-12
+        se3.adjoint(b2c @ a2b), se3.adjoint(b2c) @ se3.adjoint(a2b), atol=1e-12
     )
 
 

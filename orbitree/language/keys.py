@@ -1,0 +1,34 @@
+"""Blackboard key paths, built in one place.
+
+Every key a driver, a leaf, the executive or a view uses is spelt here, so a rename cannot leave a
+reader behind and the loader's writer check, the log and the plots agree on names.
+"""
+
+from __future__ import annotations
+
+ROBOT_STATE = ("q", "tcp_pose", "tcp_twist", "protective_stop")  # written for every arm, every tick
+SERVO_ERROR = "/servo/error"  # PBVS error (6,), m and rad
+SERVO_ERROR_NORM = "/servo/error_norm"
+SERVO_GAIN = "/servo/gain"
+SEARCH_RESUME_Q = "/search/resume_q"  # joints where an interrupted search resumes
+FAULTS_ACTIVE = "/faults/active"
+SAFETY_VIOLATIONS = "/safety/violations"
+ROBOT_WRENCH_GLOB = "/robot/*/wrench"
+
+
+def robot_key(robot: str, name: str) -> str:
+    """``/robot/<robot>/<name>``: ``q``, ``tcp_pose``, ``tcp_twist``, ``wrench``, ``image``, ``latch``…"""
+    return f"/robot/{robot}/{name}"
+
+
+def target_key(target: str, name: str) -> str:
+    """``/target/<target>/<name>``: ``pose_cam``, ``pose_base``, ``visible``, ``last_seen``…"""
+    return f"/target/{target}/{name}"
+
+
+def robot_of_wrench_key(key: str) -> str | None:
+    """The arm whose wrench ``key`` is (``/robot/arm/wrench`` -> ``arm``), else None."""
+    parts = key.split("/")
+    if len(parts) == 4 and parts[0] == "" and parts[1] == "robot" and parts[3] == "wrench" and parts[2]:
+        return parts[2]
+    return None
