@@ -67,24 +67,12 @@ def _worst(rows: list[dict[str, Any]], pick: Callable[[dict[str, Any]], Any]) ->
     return best
 
 
-def _limits(campaign: Campaign) -> Any:
-    """The safety limits of the campaign's mission as written (cases rarely change them)."""
-    if not hasattr(campaign, "_safety"):
-        from orbitree.behaviours.catalogue import load_mission
-
-        try:
-            campaign._safety = load_mission(campaign.mission).model.safety  # type: ignore[attr-defined]
-        except Exception:  # the mission needs a case's overrides to load: no limits known
-            campaign._safety = None  # type: ignore[attr-defined]
-    return campaign._safety  # type: ignore[attr-defined]
-
-
 def _exceeded(row: dict[str, Any], campaign: Campaign) -> list[str]:
     """Safety limits ground truth crossed in a run (simulation: the ``true_*`` summary fields)."""
     s = row["summary"] or {}
     limits = s.get("safety_limits")  # the run's own limits, overrides included
     if limits is None:
-        model = _limits(campaign)
+        model = campaign.safety
         if model is None:
             return []
         limits = {"max_force_n": model.max_force, "max_tcp_speed_mps": model.max_tcp_speed}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from orbitree.language.errors import MissionError
 from orbitree.language.loader import Mission
 from orbitree.language.parser import pydantic_diagnostics
 from orbitree.language.source import PathKey, Source, load_file
+from orbitree.language.world_spec import SafetySpec
 from orbitree.skills.capture import ENVELOPES
 
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
@@ -75,6 +77,15 @@ class Campaign:
     @property
     def name(self) -> str:
         return self.model.campaign
+
+    @functools.cached_property
+    def safety(self) -> SafetySpec | None:
+        """The safety limits of the campaign's mission as written (cases rarely change them);
+        None when the mission loads only with a case's overrides."""
+        try:
+            return load_mission(self.mission).model.safety
+        except (MissionError, OSError):
+            return None
 
 
 def assignment(key: str, value: Any) -> str:
