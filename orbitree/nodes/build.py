@@ -14,7 +14,7 @@ from py_trees.common import OneShotPolicy
 
 from orbitree.language.parser import NodeSpec
 from orbitree.nodes.context import Context
-from orbitree.nodes.control import ClockTimeout, RateLimit, guard_condition
+from orbitree.nodes.control import ClockTimeout, RateLimit, make_guard
 from orbitree.nodes.structure import phase_ids
 
 Behaviour = py_trees.behaviour.Behaviour
@@ -103,12 +103,7 @@ def _make(spec: NodeSpec, children: list[Behaviour], ctx: Context) -> Behaviour:
     if kind == "rate_limit":
         return RateLimit(name, child, p.hz, ctx)
     if kind == "guard":
-        return py_trees.decorators.EternalGuard(
-            name,
-            child,
-            condition=guard_condition(p.condition, ctx),
-            blackboard_keys=[p.condition.key],
-        )
+        return make_guard(name, child, p.condition, ctx)
     raise AssertionError(f"no builder for node kind {kind!r}")  # the parser admits no other kinds
 
 

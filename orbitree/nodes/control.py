@@ -63,11 +63,21 @@ class RateLimit(py_trees.decorators.Decorator):
         return self.decorated.status
 
 
-def guard_condition(params: ConditionParams, ctx: Context):
-    """The callable py_trees' EternalGuard evaluates before every tick of the child."""
+def make_guard(
+    name: str, child: py_trees.behaviour.Behaviour, params: ConditionParams, ctx: Context
+) -> py_trees.decorators.EternalGuard:
+    """py_trees' EternalGuard on a condition's tests, which says why when it stops its child
+    (its feedback: ``/mission/abort = True, not False``), so a failed run can explain itself."""
+    made: list[py_trees.decorators.EternalGuard] = []  # the guard, once built (the check needs it)
 
     def holds(blackboard: Any) -> bool:
-        passed, _ = check_blackboard(params, blackboard, ctx)
+        passed, why = check_blackboard(params, blackboard, ctx)
+        guard = made[0]
+        if not passed:
+            guard.feedback_message = f"condition failed: {why}"
+        elif guard.feedback_message:
+            guard.feedback_message = ""
         return passed
 
-    return holds
+    made.append(py_trees.decorators.EternalGuard(name, child, condition=holds, blackboard_keys=[params.key]))
+    return made[0]

@@ -39,6 +39,7 @@ class Report:
     facts: list[tuple[str, str]] = field(default_factory=list)
     index: Path | None = None
     tables: list[tuple[str, list[str], list[list[Any]]]] = field(default_factory=list)  # title, header, rows
+    headline: str = ""  # first line under the title: why a run did not succeed
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
@@ -48,7 +49,10 @@ def save_figure(fig: Figure, path: Path) -> Path:
 
 
 def write_index(result: Report, out: Path) -> Path:
-    lines = [f"# {result.title}", "", f"Source: `{result.source}`", ""]
+    lines = [f"# {result.title}", ""]
+    if result.headline:
+        lines += [result.headline, ""]
+    lines += [f"Source: `{result.source}`", ""]
     if result.facts:
         lines += ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in result.facts), ""]
     for title, header, rows in result.tables:

@@ -333,6 +333,8 @@ def run_report(log: Log, out_dir: str | Path, source: str | Path = "") -> Report
     if log.truncated:
         facts.append(("note", "the log's last line was cut off (the run was interrupted)"))
     result = Report(f"Run report: {log.header.get('mission', '')}", Path(source), figures, facts)
+    if summary.get("status") not in (None, "SUCCESS"):
+        result.headline = f"**{summary['status']}**: {summary.get('reason', '')}"
     result.index = write_index(result, out)
     return result
 

@@ -241,8 +241,10 @@ class Executive:
         if verdict is not None:
             return verdict
         root_status = self.tree.root.status if self.supervisor.recovering is None else Status.RUNNING
-        if root_status in (Status.SUCCESS, Status.FAILURE):
-            return root_status.name, f"tree returned {root_status.name}"
+        if root_status == Status.SUCCESS:
+            return "SUCCESS", "tree returned SUCCESS"
+        if root_status == Status.FAILURE:
+            return "FAILURE", f"tree returned FAILURE: {self._why_failed()}"
         max_duration = self.mission.model.max_duration
         if now + self.ctx.period > max_duration - 1e-9:
             return self.supervisor.out_of_time() or ("FAILURE", f"max_duration {max_duration:g} s reached")
@@ -298,6 +300,25 @@ class Executive:
                 finally:
                     driver.shutdown()
         return halted
+
+    def _why_failed(self) -> str:
+        """``a > b > leaf: message``: the failing path from the root's child down to the deepest
+        node that failed (the last failed child at each level), and the deepest message given."""
+        tree = self.tree
+        children: dict[int, list[int]] = {}
+        for i, parent in enumerate(tree.parents):
+            if parent is not None:
+                children.setdefault(parent, []).append(i)
+        path, node = [0], 0
+        while True:
+            failed = [c for c in children.get(node, []) if tree.behaviours[c].status == Status.FAILURE]
+            if not failed:
+                break
+            node = failed[-1]
+            path.append(node)
+        message = next((m for i in reversed(path) if (m := tree.behaviours[i].feedback_message)), "")
+        names = " > ".join(tree.specs[i].name for i in (path[1:] or path))
+        return f"{names}: {message}" if message else names
 
     def _culprit(self, exc: BaseException) -> str:
         behaviours = {id(b): i for i, b in enumerate(self.tree.behaviours)}

@@ -226,7 +226,7 @@ def test_substitution_is_settable_from_the_command_line(tmp_path):
     path = write_mission(tmp_path, TWO_WAITS, ARM)
     mission = load_mission(path, overrides=["substitute=[{match: 's*', status: FAILURE}]"], registry=TEST_REGISTRY)
     result = Executive(mission).run()
-    assert result.status == "FAILURE" and result.reason == "tree returned FAILURE"
+    assert result.status == "FAILURE" and result.reason == "tree returned FAILURE: second: stub: FAILURE"
     assert result.summary["phase_s"] == {"first": pytest.approx(0.5), "second": 0.0}
 
 

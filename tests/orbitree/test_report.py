@@ -165,3 +165,17 @@ def test_report_on_something_else_exits_2(tmp_path, capsys):
     assert main(["report", str(tmp_path / "notes.jsonl"), "-o", str(tmp_path / "out")]) == 2
     assert "not an orbitree log" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "out")]) == 2
+
+
+def test_failed_run_says_which_path_failed_and_why_in_summary_and_report(tmp_path):
+    # a one-configuration sweep on the wrong side of the table: the search fails, and says so
+    mission = load_mission(ROOT / "tests" / "missions" / "search_only.yaml", overrides=[
+        "tree.parallel.children.1.fallback.children.1.search.sweep.size=[0.3, 0.3]",
+        "targets.sirom.pose.xyz=[0.65, 0.5, 0.1]",
+    ])
+    log = tmp_path / "run.jsonl"
+    result = Executive(mission, log_path=str(log)).run()
+    expected = "tree returned FAILURE: find > sweep: swept the whole area without seeing the target"
+    assert (result.status, result.reason, result.summary["reason"]) == ("FAILURE", expected, expected)
+    index = report(log, tmp_path / "report").index.read_text(encoding="utf-8").splitlines()
+    assert index[:3] == ["# Run report: sirom-search", "", f"**FAILURE**: {expected}"]
