@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orbitree.drivers.calibration_io import CalibrationFileError, load_intrinsics
 from orbitree.language.errors import Diagnostic, MissionError
 from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
 from orbitree.language.keys import FAULTS_ACTIVE, SAFETY_VIOLATIONS
@@ -168,6 +169,7 @@ def load_mission(
         raise MissionError(errors)
     mission = Mission(model, root, file, source, recovery=recovery)
     check_references(mission)
+    check_hardware(mission)
     check_faults(mission)
     mission.writers = check_writers(mission)
     return mission
@@ -210,6 +212,46 @@ def check_references(mission: Mission) -> None:
             errors.append(mission.source.at(("robots", name, "start", "offset"), f"robots.{name}.start: {error}"))
     if errors:
         raise MissionError(errors)
+
+
+def check_hardware(mission: Mission) -> None:
+    """What a real arm's drivers need, checked before anything connects: a mission is all
+    simulated or all hardware; a hardware arm's camera is a real one with a calibration file that
+    reads; no hardware latch driver exists, so a hardware arm has no ``latch:``."""
+    robots = mission.model.robots
+    errors: list[Diagnostic] = []
+    drivers = {spec.driver for spec in robots.values()}
+    if len(drivers) > 1:
+        name = next(n for n, spec in robots.items() if spec.driver == "ur")
+        errors.append(mission.source.at(("robots", name, "driver"), f"robots.{name}: a mission drives either "
+                                        "simulated robots or hardware, not both"))
+    for name, spec in robots.items():
+        if spec.driver != "ur":
+            continue
+        where = ("robots", name)
+        if spec.latch is not None:
+            errors.append(mission.source.at((*where, "latch"), f"robots.{name}.latch: there is no hardware "
+                                            "latch driver; remove 'latch:' to run on a UR arm (the capture "
+                                            "and latch leaves need a simulated arm)"))
+        camera = spec.camera
+        if camera is None:
+            continue
+        if camera.driver != "cv":
+            errors.append(mission.source.at((*where, "camera"), f"robots.{name}.camera: a 'ur' arm needs a real "
+                                            "camera: camera: {driver: cv, device: 0, calibration: camera.yaml}"))
+            continue
+        try:
+            load_intrinsics(calibration_path(mission.file.parent, camera.calibration or ""))
+        except CalibrationFileError as error:
+            errors.append(mission.source.at((*where, "camera", "calibration"), f"robots.{name}.camera: {error}"))
+    if errors:
+        raise MissionError(errors)
+
+
+def calibration_path(mission_dir: Path, calibration: str) -> Path:
+    """A camera calibration file named in a mission: relative paths start at the mission's folder."""
+    path = Path(calibration).expanduser()
+    return path if path.is_absolute() else mission_dir / path
 
 
 def check_faults(mission: Mission) -> None:

@@ -12,12 +12,14 @@ hardware run on the wall clock.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, Robot
 from orbitree.language.keys import robot_key
+from orbitree.language.loader import calibration_path
 from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
 from orbitree.nodes.context import Context
 
@@ -174,16 +176,19 @@ def is_simulated(robots: dict[str, RobotSpec]) -> bool:
 
 
 def build_devices(
-    robots: dict[str, RobotSpec], targets: dict[str, TargetSpec], ctx: Context, seed: int
+    robots: dict[str, RobotSpec], targets: dict[str, TargetSpec], ctx: Context, seed: int,
+    base_dir: Path = Path(),
 ) -> tuple[list[Any], Any]:
-    """Create (not connect) the drivers of a mission; returns (devices, sim world or None)."""
+    """Create (not connect) the drivers of a mission; returns (devices, sim world or None).
+
+    ``base_dir``: the mission file's folder, which relative calibration paths start from."""
     if not robots:
         return [], None
     if is_simulated(robots):
         return _sim_devices(robots, targets, ctx, seed)
     if any(spec.driver == "sim" for spec in robots.values()):
         raise ValueError("a mission drives either simulated robots or hardware, not both")
-    return [_hardware_device(name, spec, ctx) for name, spec in robots.items()], None
+    return [_hardware_device(name, spec, ctx, base_dir) for name, spec in robots.items()], None
 
 
 def _sim_devices(robots, targets, ctx, seed):
@@ -233,7 +238,7 @@ def _sim_devices(robots, targets, ctx, seed):
     return devices, world
 
 
-def _hardware_device(name: str, spec: RobotSpec, ctx: Context) -> RobotDevice:
+def _hardware_device(name: str, spec: RobotSpec, ctx: Context, base_dir: Path) -> RobotDevice:
     from orbitree.drivers.ur_robot import URRobot
 
     robot = URRobot(name, spec.host or "")
@@ -243,6 +248,7 @@ def _hardware_device(name: str, spec: RobotSpec, ctx: Context) -> RobotDevice:
 
         cam = spec.camera
         # frames stamped on the mission clock, like every other reading (ctx.now: the tick's time)
-        camera = CvCamera(f"{name}_camera", cam.device, cam.calibration or "", fps=cam.fps,
+        calibration = calibration_path(base_dir, cam.calibration or "")
+        camera = CvCamera(f"{name}_camera", cam.device, calibration, fps=cam.fps,
                           clock=lambda: ctx.now)
     return RobotDevice(name, spec, robot, camera, ctx)

@@ -96,7 +96,8 @@ class Executive:
         self.ctx = Context(period=1.0 / model.rate_hz, seed=seed, rng=np.random.default_rng(seed))
         self.ctx.targets = dict(model.targets)
         if self.drivers is None:
-            self.drivers, self.ctx.world = build_devices(model.robots, model.targets, self.ctx, seed)
+            self.drivers, self.ctx.world = build_devices(model.robots, model.targets, self.ctx, seed,
+                                                         base_dir=self.mission.file.parent)
             if not is_simulated(model.robots):
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
