@@ -167,6 +167,9 @@ def _run(args: argparse.Namespace) -> int:
     s = result.summary
     line = f"{mission.name}: {result.status} ({result.reason}) after {s['sim_time_s']:.3f} s, {s['ticks']} ticks"
     print(line)
+    for fault in s.get("faults_not_injected") or ():
+        print(f"orbitree: warning: fault {fault['kind']} ({fault['trigger']}) was never injected: {fault['reason']}",
+              file=sys.stderr)
     if result.error:
         where = f"; traceback in {args.log}" if args.log else ""
         print(

@@ -181,6 +181,21 @@ class FaultInjector:
         for wrapper in (*self.robots.values(), *self.cameras.values(), *self.latches.values()):
             wrapper.clear()
 
+    def not_injected(self, now: float) -> list[dict[str, Any]]:
+        """Scheduled faults that never started (the run ended first, or their event never came),
+        each with the reason: a fault test that silently tested nothing is worse than none."""
+        out = []
+        for entry in self._entries:
+            if entry.state != "pending":
+                continue
+            fault = entry.spec
+            if entry.start is not None:
+                why = f"due at {entry.start:g} s; the run ended at {now:g} s"
+            else:
+                why = f"'{fault.when}' never happened before the run ended at {now:g} s"
+            out.append({"id": entry.index, "kind": fault.kind, "trigger": fault.trigger(), "reason": why})
+        return out
+
     @property
     def active(self) -> list[dict[str, Any]]:
         """The summary entries of the faults active now."""

@@ -383,6 +383,7 @@ class Executive:
             "max_tcp_speed_mps": None,
             "phase_s": {self.tree.specs[i].name: round(s, 6) for i, s in phases.items()},
             "faults": self.injector.records,
+            "faults_not_injected": self.injector.not_injected(clock.now),
             "safety_violations": self.supervisor.violations,
         }
         for driver in self.drivers:

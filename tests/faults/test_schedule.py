@@ -257,3 +257,22 @@ faults:
     assert written == {0: [], 2: ["ft_bias"], 3: ["ft_bias", "command_latency"], 4: ["ft_bias"], 5: []}
     entry = log.ticks[3]["bb"]["/faults/active"][1]
     assert entry["start"] == 0.3 and entry["params"] == {"robot": "arm", "delay": 0.01}
+
+
+def test_faults_that_never_started_are_reported_in_the_summary_and_warned_about(tmp_path, capsys):
+    # the mission ends after 1 s: a fault at 20 s, and one waiting for a node that never fails
+    faults = ARM + "faults:\n  - {at: 20 s, kind: ft_dropout, for: 2 s}\n" \
+                   "  - {when: second FAILURE, kind: ft_bias, force: [0, 0, 5 N]}\n  - {at: 0.2 s, kind: ft_dropout}\n"
+    result, _, _ = run(tmp_path, TWO_WAITS, faults)
+    assert result.status == "SUCCESS"
+    assert [f["kind"] for f in result.summary["faults"]] == ["ft_dropout"]
+    assert result.summary["faults_not_injected"] == [
+        {"id": 0, "kind": "ft_dropout", "trigger": "at 20 s", "reason": "due at 20 s; the run ended at 1 s"},
+        {"id": 1, "kind": "ft_bias", "trigger": "when second FAILURE",
+         "reason": "'second FAILURE' never happened before the run ended at 1 s"},
+    ]
+    from orbitree.cli import main
+
+    assert main(["run", str(tmp_path / "m.yaml"), "--view", "none"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: fault ft_dropout (at 20 s) was never injected: due at 20 s" in err
