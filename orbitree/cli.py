@@ -168,8 +168,8 @@ def _run(args: argparse.Namespace) -> int:
     line = f"{mission.name}: {result.status} ({result.reason}) after {s['sim_time_s']:.3f} s, {s['ticks']} ticks"
     print(line)
     for fault in s.get("faults_not_injected") or ():
-        print(f"orbitree: warning: fault {fault['kind']} ({fault['trigger']}) was never injected: {fault['reason']}",
-              file=sys.stderr)
+        what = f"fault {fault['kind']} ({fault['trigger']})"
+        print(f"orbitree: warning: {what} was never injected: {fault['reason']}", file=sys.stderr)
     if result.error:
         where = f"; traceback in {args.log}" if args.log else ""
         print(

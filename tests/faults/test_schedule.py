@@ -261,8 +261,10 @@ faults:
 
 def test_faults_that_never_started_are_reported_in_the_summary_and_warned_about(tmp_path, capsys):
     # the mission ends after 1 s: a fault at 20 s, and one waiting for a node that never fails
-    faults = ARM + "faults:\n  - {at: 20 s, kind: ft_dropout, for: 2 s}\n" \
-                   "  - {when: second FAILURE, kind: ft_bias, force: [0, 0, 5 N]}\n  - {at: 0.2 s, kind: ft_dropout}\n"
+    faults = ARM + (
+        "faults:\n  - {at: 20 s, kind: ft_dropout, for: 2 s}\n"
+        "  - {when: second FAILURE, kind: ft_bias, force: [0, 0, 5 N]}\n  - {at: 0.2 s, kind: ft_dropout}\n"
+    )
     result, _, _ = run(tmp_path, TWO_WAITS, faults)
     assert result.status == "SUCCESS"
     assert [f["kind"] for f in result.summary["faults"]] == ["ft_dropout"]
