@@ -4,19 +4,29 @@ VENV := .venv
 BIN := $(VENV)/bin
 MISSION ?= missions/sirom_dock.yaml
 
-.PHONY: run test lint bench clean
+# pip's output (and the build backend's warnings) go to .venv/pip.log, shown only if it fails.
+PIP = $(BIN)/python -m pip install --quiet --disable-pip-version-check
+QUIET = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+
+.PHONY: run test install install-test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(PIP) --upgrade pip $(QUIET)
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	@echo "installing orbitree into $(VENV) (log: $(VENV)/pip.log)"
+	@$(PIP) -e . $(QUIET)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@echo "installing orbitree with its test extras into $(VENV) (log: $(VENV)/pip.log)"
+	@$(PIP) -e ".[test]" $(QUIET)
 	touch $@ $(VENV)/.installed-run
+
+install: $(VENV)/.installed-run
+
+install-test: $(VENV)/.installed-test
 
 run: $(VENV)/.installed-run
 	$(BIN)/orbitree run $(MISSION) --realtime --view terminal
