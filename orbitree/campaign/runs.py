@@ -98,7 +98,8 @@ def make_row(spec: RunSpec, outcome: dict[str, Any], wall: float, log: str | Non
         "sim_time_s": summary.get("sim_time_s"),
         "wall_time_s": round(wall, 3),
         "summary": summary,
-        "overrides": list(spec.overrides),
+        # the run's seed is its own column: a campaign's or case's 'seed=' is only seed0 of the cycles
+        "overrides": [o for o in spec.overrides if not o.startswith("seed=")],
         "log": log,
     }
 

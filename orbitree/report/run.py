@@ -320,7 +320,7 @@ def run_report(log: Log, out_dir: str | Path, source: str | Path = "") -> Report
         ("mission", str(log.header.get("mission", ""))),
         ("seed", str(log.header.get("seed", ""))),
         ("status", f"{summary.get('status', 'unknown (no footer)')} {summary.get('reason', '')}".strip()),
-        ("mission time", f"{log.ticks[-1]['t']:.3f} s, {len(log.ticks)} ticks" if log.ticks else "no ticks"),
+        ("mission time", _mission_time(log, summary)),
         ("capture-range moment", f"{moment.t:.3f} s" if moment.t is not None else "never"),
         ("capture-range method", moment.method),
     ]
@@ -337,6 +337,15 @@ def run_report(log: Log, out_dir: str | Path, source: str | Path = "") -> Report
         result.headline = f"**{summary['status']}**: {summary.get('reason', '')}"
     result.index = write_index(result, out)
     return result
+
+
+def _mission_time(log: Log, summary: dict[str, Any]) -> str:
+    """Mission time and ticks as the run counted them (the record written when the tree is halted
+    repeats the last tick's number: it is not a tick)."""
+    if not log.ticks:
+        return "no ticks"
+    ticks = summary.get("ticks", len({tick["n"] for tick in log.ticks}))
+    return f"{log.ticks[-1]['t']:.3f} s, {ticks} ticks"
 
 
 def _fact(value: Any) -> str:

@@ -69,7 +69,8 @@ def test_three_cases_two_cycles_on_two_workers(tmp_path, capsys):
     ]
     assert [float(r["phase_s.warm-up"]) for r in rows] == [2.0] * 6
     assert rows[0]["ticks"] == "223" and rows[0]["final_error"] == "" and rows[0]["safety_violations"] == "[]"
-    assert rows[2]["overrides"] == "seed=7; blackboard./checkout/abort=true"
+    assert rows[2]["overrides"] == "blackboard./checkout/abort=true"  # the seed is its own column
+    assert [r["seed"] for r in rows[4:]] == ["20", "21"] and rows[5]["overrides"] == "max_duration=3 s"
     for row in rows:  # one log per run, with the run's seed and outcome
         log = read_log(out / row["log"])
         assert log.header["seed"] == int(row["seed"])

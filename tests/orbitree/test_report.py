@@ -179,3 +179,5 @@ def test_failed_run_says_which_path_failed_and_why_in_summary_and_report(tmp_pat
     assert (result.status, result.reason, result.summary["reason"]) == ("FAILURE", expected, expected)
     index = report(log, tmp_path / "report").index.read_text(encoding="utf-8").splitlines()
     assert index[:3] == ["# Run report: sirom-search", "", f"**FAILURE**: {expected}"]
+    ticks = result.summary["ticks"]  # the log's extra record at the halt is not a tick
+    assert f"| mission time | {result.summary['sim_time_s']:.3f} s, {ticks} ticks |" in index
