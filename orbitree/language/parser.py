@@ -35,6 +35,7 @@ class NodeSpec:
     path: PathKey
     leaf: Any = None  # the leaf class (a LeafContract), None for control nodes
     node_path: str = ""  # names from the root, e.g. "dock/approach"
+    written: dict[str, Any] = field(default_factory=dict)  # parameters as the author wrote them
 
     def walk(self):
         """Pre-order traversal (the order node ids are assigned in)."""
@@ -168,7 +169,9 @@ class Parser:
             return self._subtree(params.ref, params.name, (*path, kind), scope, node_path, parent)
         if kind == "include":
             return self._include(params.file, params.name, (*path, kind), scope, parent)
-        spec = NodeSpec(kind, name, params, [], source, path, self.registry.leaves.get(kind), node_path)
+        written = {k: v for k, v in body.items() if k not in ("children", "child")} if isinstance(body, dict) \
+            else {}
+        spec = NodeSpec(kind, name, params, [], source, path, self.registry.leaves.get(kind), node_path, written)
         raw_children = getattr(params, "children", None)
         if raw_children is not None:
             base = (*path, kind) if short == "children" else (*path, kind, "children")

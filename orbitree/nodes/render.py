@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import py_trees
 
 from orbitree.language.parser import NodeSpec
@@ -10,13 +12,25 @@ from orbitree.nodes.context import Context
 
 
 def _describe(spec: NodeSpec) -> str:
+    """``name [kind] key=value, ...``: the parameters that differ from their defaults, each as the
+    author wrote it (``max_angular_speed=20 deg/s``, not its value in rad/s)."""
     params = spec.params.model_dump(
         mode="json", exclude={"name", "children", "child"}, exclude_defaults=True
     )
     if spec.kind == "guard":
         params = {"condition": spec.params.condition.model_dump(mode="json", exclude_defaults=True)}
-    detail = ", ".join(f"{k}={v}" for k, v in params.items())
+    detail = ", ".join(f"{k}={_as_written(spec.written.get(k, v))}" for k, v in params.items())
     return f"{spec.name} [{spec.kind}]" + (f" {detail}" if detail else "")
+
+
+def _as_written(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_as_written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_as_written(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def ascii_tree(root: NodeSpec) -> str:

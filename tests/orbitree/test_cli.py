@@ -196,3 +196,11 @@ def test_tree_prints_ascii_and_dot(capsys):
     assert main(["tree", str(DEMO), "--format", "dot"]) == 0
     dot = capsys.readouterr().out
     assert dot.startswith("digraph") and '"three soak cycles"' in dot
+
+
+def test_tree_prints_quantities_as_the_author_wrote_them(capsys):
+    assert main(["tree", str(ROOT / "missions" / "sirom_dock.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "pre-dock [approach] robot=arm, target=sirom, max_angular_speed=20 deg/s, tolerance=0.005, " \
+           "back_off=40 mm" in out
+    assert "0.3490658503988659" not in out and "max_speed=50 mm/s" in out
