@@ -129,6 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     from orbitree.runtime.executive import Executive, Interrupted
 
     mission = load_mission(args.mission, args.overrides)
+    _warn(mission.warnings)
     view_name = args.view or ("terminal" if sys.stdout.isatty() else "none")
     views: list[Any] = []
     if view_name == "terminal":
@@ -183,6 +184,11 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.status == "SUCCESS" else EXIT_FAILED
 
 
+def _warn(warnings: list[Any]) -> None:
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+
+
 def _validate(args: argparse.Namespace) -> int:
     from orbitree.behaviours.catalogue import load_mission
 
@@ -194,7 +200,9 @@ def _validate(args: argparse.Namespace) -> int:
             print(str(exc), file=sys.stderr)
             worst = EXIT_BAD_INPUT
             continue
-        print(f"{path}: ok ({len(mission.nodes())} nodes)")
+        _warn(mission.warnings)
+        print(f"{path}: ok ({len(mission.nodes())} nodes)" + (f", {len(mission.warnings)} warnings"
+                                                              if mission.warnings else ""))
     return worst
 
 

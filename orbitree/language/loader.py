@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orbitree.drivers.calibration_io import CalibrationFileError, load_intrinsics
+from orbitree.language.bare_numbers import bare_numbers
 from orbitree.language.errors import Diagnostic, MissionError
 from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
 from orbitree.language.keys import FAULTS_ACTIVE, SAFETY_VIOLATIONS
@@ -77,6 +78,7 @@ class Mission:
     source: Source
     writers: dict[str, list[str]] = field(default_factory=dict)
     recovery: NodeSpec | None = None  # the tree run after a safety violation (safety.recovery)
+    warnings: list[Diagnostic] = field(default_factory=list)  # accepted, but probably not meant
 
     @property
     def name(self) -> str:
@@ -168,6 +170,8 @@ def load_mission(
     if errors or root is None or model is None:
         raise MissionError(errors)
     mission = Mission(model, root, file, source, recovery=recovery)
+    top = [source.at(where, f"warning: {message}") for where, message in bare_numbers(MissionModel, data, ())]
+    mission.warnings = sorted({*top, *parser.warnings})
     check_references(mission)
     check_hardware(mission)
     check_faults(mission)

@@ -15,6 +15,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from orbitree.language.bare_numbers import bare_numbers
 from orbitree.language.errors import Diagnostic, MissionError, format_path
 from orbitree.language.params import CONTROL_PARAMS, SHORTHAND, NodeParams
 from orbitree.language.registry import Registry
@@ -132,6 +133,7 @@ class Parser:
     _subtree_stack: list[tuple[int, str]] = field(default_factory=list)
     _include_stack: list[Path] = field(default_factory=list)
     expanded: set[tuple[int, str]] = field(default_factory=set)
+    warnings: list[Diagnostic] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.file is not None:
@@ -165,6 +167,10 @@ class Parser:
             return None
         name = forced_name or params.name or default_name or kind
         node_path = f"{parent}/{name}" if parent else name
+        for where, message in bare_numbers(params_cls, body, (*path, kind)):
+            if short is not None and where == (*path, kind, short):
+                where = (*path, kind)  # 'wait: 500': the value is written at the kind
+            self.warnings.append(source.at(where, f"warning: {node_path}: {message}"))
         if kind == "subtree":
             return self._subtree(params.ref, params.name, (*path, kind), scope, node_path, parent)
         if kind == "include":

@@ -8,6 +8,7 @@ check mission files.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from pydantic import (
 )
 from scipy.spatial.transform import Rotation
 
-from orbitree.language.units import QUANTITY_PATTERN, UNITS, UnitError, parse_quantity
+from orbitree.language.units import QUANTITY_PATTERN, UNITS, UnitError, parse_quantity, si_unit
 
 
 def _quantity_schema(dimension: str, bare: str | None = None) -> dict[str, Any]:
@@ -47,10 +48,23 @@ def _quantity_validator(dimension: str, bare: str | None = None):
     return convert
 
 
+@dataclass(frozen=True)
+class Dimension:
+    """Marks a field type as a quantity: its dimension, and the unit of a bare number (None: SI)."""
+
+    name: str
+    bare: str | None = None
+
+    @property
+    def bare_unit(self) -> str:
+        return self.bare or si_unit(self.name)
+
+
 def quantity(dimension: str, bare: str | None = None) -> Any:
     """An annotated float of ``dimension`` accepting ``"<number> <unit>"``, stored in SI."""
     return Annotated[
         float,
+        Dimension(dimension, bare),
         BeforeValidator(_quantity_validator(dimension, bare)),
         WithJsonSchema(_quantity_schema(dimension, bare)),
     ]

@@ -64,6 +64,11 @@ class UnitError(ValueError):
     """A quantity string that cannot be read, or has the wrong dimension."""
 
 
+def si_unit(dimension: str) -> str:
+    """The SI unit code works in for ``dimension`` (``time`` -> ``s``)."""
+    return _SI_NAME[dimension]
+
+
 def units_for(dimension: str) -> list[str]:
     """Accepted unit spellings for ``dimension``, SI first."""
     return list(UNITS[dimension])
