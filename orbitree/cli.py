@@ -15,8 +15,40 @@ from typing import Any
 
 from orbitree import __version__
 from orbitree.language.errors import MissionError
+from orbitree.skills.board_model import BOARDS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+EXAMPLES: dict[str, str] = {  # each subcommand's --help ends with these
+    "run": """\
+examples:
+  orbitree run missions/sirom_dock.yaml                       simulated world, live terminal view
+  orbitree run missions/sirom_dock.yaml --view web --paused   watch it in a browser, start paused
+  orbitree run m.yaml --set 'targets.sirom.pose={xyz: [-0.55, 0.2, 0.1], rpy: [0, 0, 60]}' \\
+      --log run.jsonl --summary run.json
+exit codes: 0 the tree succeeded; 1 it failed or was aborted (safety stop, Ctrl-C, a leaf raised);
+  2 bad input (file:line:col messages; nothing moved)""",
+    "replay": """\
+examples:
+  orbitree replay run.jsonl                  the web view with a time slider
+  orbitree replay run.jsonl --view terminal --speed 4
+exit codes: 0 shown; 2 the log cannot be read (file:line: message)""",
+    "validate": """\
+examples:
+  orbitree validate missions/*.yaml
+  orbitree validate missions/sirom_dock.yaml --set robots.arm.driver=ur --set robots.arm.host=10.0.0.2
+exit codes: 0 every file is valid (warnings may be printed); 2 a file has errors (file:line:col)""",
+    "schema": """\
+example:
+  orbitree schema -o orbitree-mission.schema.json   for the YAML language server in your editor
+exit code: 0""",
+    "tree": """\
+examples:
+  orbitree tree missions/sirom_dock.yaml
+  orbitree tree missions/sirom_dock.yaml --format dot | dot -Tsvg > tree.svg
+exit codes: 0 printed; 2 bad input""",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
             help="override a mission value by dotted path; VALUE is parsed as YAML (repeatable)",
         )
 
-    run = sub.add_parser("run", help="run a mission")
+    run = sub.add_parser("run", help="run a mission", epilog=EXAMPLES["run"], formatter_class=_Raw)
     run.add_argument("mission", type=Path)
     with_set(run)
     run.add_argument("--log", type=Path, help="write the JSON-lines mission log here")
@@ -54,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         "--hold", action="store_true", help="web view: keep serving after the run until Ctrl-C"
     )
 
-    replay = sub.add_parser("replay", help="show a mission log in a view, with a time slider")
+    replay = sub.add_parser("replay", help="show a mission log in a view, with a time slider",
+                            epilog=EXAMPLES["replay"], formatter_class=_Raw)
     replay.add_argument("log", type=Path, help="mission log (JSON lines) written by run --log")
     replay.add_argument("--view", choices=["web", "terminal"], default="web")
     replay.add_argument(
@@ -62,20 +95,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     _web_options(replay)
 
-    validate = sub.add_parser("validate", help="check mission files; exit 0 or 2")
+    validate = sub.add_parser(
+        "validate", help="check mission files; exit 0 or 2", epilog=EXAMPLES["validate"], formatter_class=_Raw
+    )
     validate.add_argument("missions", type=Path, nargs="+")
     with_set(validate)
 
-    schema = sub.add_parser("schema", help="print the JSON Schema of mission files")
+    schema = sub.add_parser(
+        "schema", help="print the JSON Schema of mission files", epilog=EXAMPLES["schema"], formatter_class=_Raw
+    )
     schema.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
 
-    tree = sub.add_parser("tree", help="print a mission's tree")
+    tree = sub.add_parser("tree", help="print a mission's tree", epilog=EXAMPLES["tree"], formatter_class=_Raw)
     tree.add_argument("mission", type=Path)
     tree.add_argument("--format", choices=["ascii", "dot"], default="ascii")
     with_set(tree)
 
     campaign = sub.add_parser(
-        "campaign", help="run a mission many times on a process pool (or a Dask cluster: --scheduler)"
+        "campaign", help="run a mission many times on a process pool (or a Dask cluster: --scheduler)",
+        formatter_class=_Raw, epilog="""examples:
+  orbitree campaign missions/campaigns/demo_sweep.yaml -o out/demo
+  orbitree campaign missions/campaigns/sirom_iso9283.yaml -o out/iso --workers 2 --limit 3
+exit codes: 0 every run succeeded; 1 a run did not; 2 bad input; 130 interrupted (outputs of what ran)""",
     )
     campaign.add_argument("campaign", type=Path, help="campaign file (YAML)")
     campaign.add_argument("-o", "--output", type=Path, required=True, help="output directory")
@@ -88,9 +129,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     with_set(campaign)
 
-    report = sub.add_parser("report", help="plots of a mission log or a campaign directory")
+    report = sub.add_parser("report", help="plots of a mission log or a campaign directory", formatter_class=_Raw,
+                            epilog="""examples:
+  orbitree report run.jsonl -o report/       error convergence, adaptive gain, docking forces
+  orbitree report out/iso -o out/iso/report  a campaign's figures
+exit codes: 0 written; 2 the log or directory cannot be read""")
     report.add_argument("source", type=Path, help="mission log (JSON lines) or campaign directory")
     report.add_argument("-o", "--output", type=Path, required=True, help="output directory")
+
+    board = sub.add_parser("board", help="a target's marker board as a sheet to print at actual size",
+                           formatter_class=_Raw, epilog="""examples:
+  orbitree board sirom -o sirom_board.pdf    print at 100 % (actual size); check the 50 mm bar
+  orbitree board sirom -o sirom_board.png --dpi 1200
+exit codes: 0 written; 2 unknown board or unwritable file""")
+    board.add_argument("board", choices=sorted(BOARDS), help="board name (a target's 'board:')")
+    board.add_argument("-o", "--output", type=Path, required=True, help="file to write (.pdf or .png)")
+    board.add_argument("--dpi", type=float, default=600.0, help="raster resolution (default 600)")
     return parser
 
 
@@ -104,6 +158,25 @@ def _web_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _Raw(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples in a subcommand's epilog as written."""
+
+
+def _board(args: argparse.Namespace) -> int:
+    from orbitree.report.board_sheet import write_board_sheet
+
+    if args.output.suffix.lower() not in (".pdf", ".png"):
+        print(f"orbitree: {args.output}: write a .pdf or a .png", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        path = write_board_sheet(args.board, args.output, dpi=args.dpi)
+    except OSError as error:
+        print(f"orbitree: {args.output}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"{path}: {args.board} board at actual size; print at 100 %, then measure the 50 mm bar")
+    return EXIT_OK
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -115,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"run": _run, "validate": _validate, "schema": _schema, "tree": _tree}
     handlers |= {"campaign": _campaign, "report": _report}
-    handlers |= {"replay": _replay}
+    handlers |= {"replay": _replay, "board": _board}
     handler = handlers[args.command]
     try:
         return handler(args)

@@ -111,7 +111,6 @@ def sirom_board_model() -> BoardModel:
     )
 
 
-
 # The boards a target may carry, by the name missions give them (``targets.<name>.board``).
 BOARDS: dict[str, Callable[[], BoardModel]] = {"sirom": sirom_board_model}
 
@@ -134,3 +133,31 @@ def aruco_board_from_corners(
 def sirom_board() -> cv2.aruco.Board:
     """The SIROM board as a ``cv2.aruco.Board`` (exact corner table of REFERENCE.md A)."""
     return make_aruco_board(sirom_board_model())
+
+
+def board_sheet(model: BoardModel, px_per_m: float, margin_m: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
+    """A printable raster of a planar board seen from its front (+z), at ``px_per_m``.
+
+    Returns ``(image, board2px)``: ``image`` (H, W) uint8, white with the black markers (their
+    white quiet zone is the paper), and ``board2px`` (3, 3), the map from board-frame x, y in
+    metres to pixel coordinates (x right, y down), so that a test can check the print's scale.
+    """
+    if not model.is_planar():
+        raise ValueError("only a planar board can be printed on one sheet")
+    if px_per_m <= 0 or margin_m < 0:
+        raise ValueError(f"px_per_m must be > 0 and margin_m >= 0, got {px_per_m} and {margin_m}")
+    xy = model.corners[:, :, :2].reshape(-1, 2)
+    pad = model.border_m + margin_m
+    low, high = xy.min(axis=0) - pad, xy.max(axis=0) + pad
+    width, height = (int(np.ceil((high - low)[k] * px_per_m)) for k in (0, 1))
+    board2px = np.array([[px_per_m, 0.0, -low[0] * px_per_m], [0.0, -px_per_m, high[1] * px_per_m], [0, 0, 1]])
+    sheet = np.full((height, width), 255, np.uint8)
+    side_px = max(int(np.ceil(model.marker_side_m * px_per_m)), 8)
+    for corners, marker_id in zip(model.corners, model.marker_ids, strict=True):
+        marker = cv2.aruco.generateImageMarker(model.dictionary, marker_id, side_px)
+        src = np.array([[0, 0], [side_px, 0], [side_px, side_px], [0, side_px]], np.float32)
+        dst = (board2px @ np.c_[corners[:, :2], np.ones(4)].T).T[:, :2].astype(np.float32)
+        warp = cv2.getPerspectiveTransform(src, dst)
+        ink = cv2.warpPerspective(255 - marker, warp, (width, height), flags=cv2.INTER_AREA)
+        sheet = np.minimum(sheet, 255 - ink)
+    return sheet, board2px

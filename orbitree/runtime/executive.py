@@ -359,6 +359,7 @@ class Executive:
             "start_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "nodes": self._structure(),
             "recorded_keys": model.record.keys,
+            "phases": model.phases,
         }
 
     def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:

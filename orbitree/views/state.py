@@ -27,6 +27,7 @@ import numpy as np
 from orbitree.language.keys import ROBOT_WRENCH_GLOB, SERVO_ERROR, SERVO_GAIN, robot_of_wrench_key
 from orbitree.nodes.structure import phase_ids
 from orbitree.runtime.recorder import to_jsonable
+from orbitree.views.format import unit_text
 
 PLOT_KEYS = (SERVO_ERROR, SERVO_GAIN, ROBOT_WRENCH_GLOB)  # what the page plots
 PLOT_MIN_DT = 0.02  # s of mission time between two plotted samples of one series (50 Hz)
@@ -64,7 +65,7 @@ class ViewState:
         self.header = {k: v for k, v in header.items() if k != "type"}
         self.mode = mode  # "live" or "replay"
         nodes = self.header.get("nodes", [])
-        self.phases = phase_ids(nodes)
+        self.phases = phase_ids(nodes, self.header.get("phases"))  # the mission's phases:, as phase_s
         self.n, self.t, self.tick_ms, self.deadline_misses = -1, 0.0, 0.0, 0
         self.statuses = ["INVALID"] * len(nodes)
         self.feedback = [""] * len(nodes)
@@ -241,6 +242,7 @@ class ViewState:
             "feedback": self.feedback,
             "bb": self.bb,
             "bb_t": self.bb_t,
+            "bb_text": self._texts(self.bb),
             "series": {name: list(rows) for name, rows in self.series.items()},
             "events": list(self.events),
             "changes": list(self.changes),
@@ -249,6 +251,11 @@ class ViewState:
             "control": control,
             "done": self.done,
         }
+
+    @staticmethod
+    def _texts(values: Mapping[str, Any]) -> dict[str, str]:
+        """Readings with units for the values that have them (the page shows the rest as they are)."""
+        return {k: text for k, v in values.items() if (text := unit_text(k, v)) is not None}
 
     def update_message(self, control: dict[str, Any] | None) -> dict[str, Any] | None:
         """What changed since the last message, or None when nothing did."""
@@ -262,6 +269,7 @@ class ViewState:
         if self._new_bb:
             message["bb"] = {k: self.bb[k] for k in self._new_bb}
             message["bb_t"] = {k: self.bb_t[k] for k in self._new_bb}
+            message["bb_text"] = self._texts({k: self.bb[k] for k in self._new_bb})
         if self._new_samples:
             message["series"] = self._new_samples
         if self._new_events:

@@ -12,7 +12,6 @@ import threading
 from collections import deque
 from typing import Any
 
-import numpy as np
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
@@ -21,19 +20,14 @@ from rich.text import Text
 from rich.tree import Tree
 
 from orbitree.runtime.snapshot import Snapshot
+from orbitree.views.format import display_value
 
 STYLE = {"RUNNING": "bold yellow", "SUCCESS": "green", "FAILURE": "red", "INVALID": "dim"}
 GLYPH = {"RUNNING": "▶", "SUCCESS": "✔", "FAILURE": "✘", "INVALID": "·"}
 
 
-def short_value(value: Any, width: int = 48) -> str:
-    if isinstance(value, np.ndarray):
-        text = np.array2string(value, precision=4, suppress_small=True, max_line_width=10_000)
-    elif isinstance(value, float):
-        text = f"{value:.6g}"
-    else:
-        text = repr(value)
-    text = " ".join(text.split())
+def short_value(value: Any, width: int = 64, key: str = "") -> str:
+    text = " ".join(display_value(key, value).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -74,6 +68,8 @@ class TerminalView:
             if self._latest is not None:
                 self._live.update(self.render(self._latest, summary), refresh=True)
             self._live.stop()
+            if not self.console.is_terminal:  # piped: end the last drawing's line
+                self.console.line()
 
     # drawing -----------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -89,7 +85,8 @@ class TerminalView:
             (f"t = {snap.t:8.3f} s", "bold"),
             f"   tick {snap.tick}   tree {snap.tick_ms:.3f} ms   deadline misses {snap.deadline_misses}",
         )
-        parts: list[Any] = [Text(self.title, style="bold cyan"), stats, self._tree(snap)]
+        tree = self._tree(snap, final=summary is not None)
+        parts: list[Any] = [Text(self.title, style="bold cyan"), stats, tree]
         if snap.blackboard:
             parts.append(self._blackboard(snap.blackboard))
         if self._events:
@@ -100,33 +97,50 @@ class TerminalView:
             parts.append(Text(f"{summary['status']}: {summary['reason']}", style=f"bold {style}"))
         return Group(*parts)
 
-    def _tree(self, snap: Snapshot) -> Group:
-        """The mission tree; a second root (the safety recovery tree) once it has run."""
+    def _tree(self, snap: Snapshot, final: bool = False) -> Group:
+        """The mission tree; a second root (the safety recovery tree) once it has run.
+
+        Only what is running is unfolded (at the end: what failed); a folded node shows how many
+        nodes it hides, so a 40-node mission fits a terminal."""
         built: dict[int, Tree] = {}
         roots: list[Tree] = []
+        hidden = self._hidden_counts()
         for node in self.nodes:
-            i = node["id"]
+            i, parent = node["id"], node["parent"]
+            if parent is not None and (parent not in built or not self._unfolded(parent, snap, final)):
+                continue
             status = snap.statuses[i]
-            label = Text.assemble(
-                (f"{GLYPH[status]} {node['name']}", STYLE[status]),
-                (f"  {node['kind']}", "dim"),
-            )
-            if status == "RUNNING" and snap.feedback[i]:
+            label = Text.assemble((f"{GLYPH[status]} {node['name']}", STYLE[status]), (f"  {node['kind']}", "dim"))
+            if snap.feedback[i] and (status == "RUNNING" or (final and status == "FAILURE")):
                 label.append(f"  {snap.feedback[i]}", style="italic")
-            if node["parent"] is None:
+            if hidden[i] and not self._unfolded(i, snap, final):
+                label.append(f"  +{hidden[i]}", style="dim")
+            if parent is None:
                 built[i] = Tree(label, guide_style="dim")
                 if i == 0 or status != "INVALID":
                     roots.append(built[i])
             else:
-                built[i] = built[node["parent"]].add(label)
+                built[i] = built[parent].add(label)
         return Group(*roots)
+
+    def _unfolded(self, i: int, snap: Snapshot, final: bool) -> bool:
+        status = snap.statuses[i]
+        return self.nodes[i]["parent"] is None or status == "RUNNING" or (final and status == "FAILURE")
+
+    def _hidden_counts(self) -> list[int]:
+        """Nodes below each node (what folding it hides)."""
+        counts = [0] * len(self.nodes)
+        for node in reversed(self.nodes):
+            if node["parent"] is not None:
+                counts[node["parent"]] += counts[node["id"]] + 1
+        return counts
 
     def _blackboard(self, values: dict[str, Any]) -> Table:
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
         table.add_column("blackboard")
         table.add_column("value")
         for key in sorted(values)[: self.max_keys]:
-            table.add_row(key, short_value(values[key]))
+            table.add_row(key, short_value(values[key], key=key))
         if len(values) > self.max_keys:
             table.add_row(f"… {len(values) - self.max_keys} more", "")
         return table

@@ -322,3 +322,25 @@ def test_a_paused_run_still_ends_on_ctrl_c_and_sigterm(tmp_path, sig, reason):
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 1, err
     assert json.loads(summary.read_text())["reason"] == reason
+
+
+def test_the_web_timeline_rows_are_the_missions_phases_as_in_the_summary():
+    mission = load_mission(ROOT / "missions" / "sirom_dock.yaml")
+    tree = build_tree(mission.root, Context())
+    state = ViewState({"nodes": tree.structure(), "phases": mission.model.phases}, "live")
+    assert [tree.specs[i].name for i in state.phases] == ["search", "approach", "capture", "dock", "abandon"]
+    assert state.phases == tree.phase_ids(mission.model.phases)  # the ids the summary's phase_s uses
+
+
+def test_the_page_gets_poses_and_wrenches_with_units_live_and_replayed():
+    pose = np.eye(4)
+    pose[:3, 3] = [0.6, -0.2, 0.05]
+    state = ViewState({"nodes": [{"id": 0, "name": "w", "kind": "wait", "parent": None}]}, "live")
+    state.apply(1, 0.008, 0.1, {0: "RUNNING"}, bb={"/robot/arm/tcp_pose": pose, "/mission/phase": "dock",
+                                                   "/robot/arm/wrench": np.array([1.0, 2, 30, 0, 0.5, 0])})
+    texts = state.update_message(None)["bb_text"]
+    assert texts == {"/robot/arm/tcp_pose": "xyz [600.0, -200.0, 50.0] mm  rpy [0.0, 0.0, 0.0] deg",
+                     "/robot/arm/wrench": "F [1.0, 2.0, 30.0] N  τ [0.00, 0.50, 0.00] N·m"}  # a string has none
+    replayed = ViewState(state.header, "replay")  # a log holds lists
+    replayed.apply(1, 0.008, 0.1, {0: "RUNNING"}, bb={"/robot/arm/tcp_pose": pose.tolist()})
+    assert replayed.init_message({})["bb_text"]["/robot/arm/tcp_pose"].startswith("xyz [600.0, -200.0, 50.0] mm")

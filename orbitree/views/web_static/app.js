@@ -15,7 +15,7 @@
 
   const S = {
     mode: "live", header: null, nodes: [], children: [], parentOf: [], phases: [],
-    statuses: [], feedback: [], bb: {}, bbT: {}, series: {}, events: [], changes: [],
+    statuses: [], feedback: [], bb: {}, bbT: {}, bbText: {}, series: {}, events: [], changes: [],
     traceStatus: [], lastChange: [], nodeUs: {}, control: {}, done: null,
     tick: { n: -1, t: 0, tick_ms: 0, deadline_misses: 0 },
     selected: null, collapsed: new Set(), connected: false,
@@ -55,6 +55,7 @@
     S.feedback = msg.feedback.slice();
     S.bb = msg.bb || {};
     S.bbT = msg.bb_t || {};
+    S.bbText = msg.bb_text || {};
     S.series = msg.series || {};
     S.events = msg.events || [];
     S.changes = [];
@@ -86,6 +87,8 @@
     if (msg.bb) {
       Object.assign(S.bb, msg.bb);
       Object.assign(S.bbT, msg.bb_t);
+      for (const key of Object.keys(msg.bb)) delete S.bbText[key];  // a new value may have no units
+      Object.assign(S.bbText, msg.bb_text || {});
     }
     if (msg.series) {
       for (const [name, rows] of Object.entries(msg.series)) {
@@ -482,7 +485,8 @@
       const row = bbRows.get(key);
       const value = S.bb[key];
       if (row.shown !== value) {
-        const text = formatValue(value, 160);
+        // the server's reading with units (poses in mm and deg, wrenches in N and N·m), else raw
+        const text = S.bbText[key] !== undefined ? shorten(S.bbText[key], 160) : formatValue(value, 160);
         row.v.textContent = text;
         row.v.title = typeof value === "string" ? value : JSON.stringify(value);
         row.shown = value;
