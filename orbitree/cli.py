@@ -250,6 +250,9 @@ def _run(args: argparse.Namespace) -> int:
             f"orbitree: mission aborted: {result.reason}; the tree was halted and every driver stopped{where}",
             file=sys.stderr,
         )
+    if web is not None and not args.hold and web.connections == 0:
+        print("orbitree: the run ended before a browser connected; add --paused (start paused) or --hold "
+              "(keep serving after the run) to watch it", file=sys.stderr)
     if web is not None and args.hold:
         print(f"orbitree: the run is over; still serving {web.url} until Ctrl-C", flush=True)
         web.serve_until_interrupted()

@@ -162,6 +162,7 @@ class _App:
         self.state: ViewState | None = None
         self._lock = threading.RLock()  # the state and the client list
         self._clients: list[queue.Queue[bytes | None]] = []
+        self.connections = 0  # pages that ever subscribed (a run may end before the first)
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -237,6 +238,7 @@ class _App:
         with self._lock:
             inbox.put_nowait(self.init_bytes())
             self._clients.append(inbox)
+            self.connections += 1
         self.on_subscribe()
         return inbox
 

@@ -204,3 +204,9 @@ def test_tree_prints_quantities_as_the_author_wrote_them(capsys):
     assert "pre-dock [approach] robot=arm, target=sirom, max_angular_speed=20 deg/s, tolerance=0.005, " \
            "back_off=40 mm" in out
     assert "0.3490658503988659" not in out and "max_speed=50 mm/s" in out
+
+
+def test_a_web_view_no_browser_saw_says_how_to_watch_the_next_run(capsys):
+    assert main(["run", str(DEMO), "--view", "web", "--port", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "the run ended before a browser connected; add --paused (start paused) or --hold" in err
