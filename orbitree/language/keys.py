@@ -6,6 +6,8 @@ reader behind and the loader's writer check, the log and the plots agree on name
 
 from __future__ import annotations
 
+import fnmatch
+
 ROBOT_STATE = ("q", "tcp_pose", "tcp_twist", "protective_stop")  # written for every arm, every tick
 SERVO_ERROR = "/servo/error"  # PBVS error (6,), m and rad
 SERVO_ERROR_NORM = "/servo/error_norm"
@@ -14,6 +16,25 @@ SEARCH_RESUME_Q = "/search/resume_q"  # joints where an interrupted search resum
 FAULTS_ACTIVE = "/faults/active"
 SAFETY_VIOLATIONS = "/safety/violations"
 ROBOT_WRENCH_GLOB = "/robot/*/wrench"
+
+
+# What the values under core keys measure, as their writers define them: a condition's threshold
+# on such a key must be written in that dimension ("" = a plain number or a flag: no unit at all).
+# Keys not listed (a mission's own) take any unit.
+KEY_DIMENSIONS: tuple[tuple[str, str], ...] = (
+    ("/robot/*/wrench", "force"),  # its norm is compared: forces dominate it
+    ("/robot/*/q", "angle"),
+    ("/robot/*/protective_stop", ""),
+    ("/target/*/visible", ""),
+    ("/target/*/last_seen", "time"),
+    (SERVO_GAIN, ""),
+    (SEARCH_RESUME_Q, "angle"),
+)
+
+
+def key_dimension(key: str) -> str | None:
+    """The dimension of the values written under ``key`` (see ``KEY_DIMENSIONS``), or None."""
+    return next((dim for pattern, dim in KEY_DIMENSIONS if fnmatch.fnmatchcase(key, pattern)), None)
 
 
 def robot_key(robot: str, name: str) -> str:

@@ -18,12 +18,13 @@ from orbitree.drivers.calibration_io import CalibrationFileError, load_intrinsic
 from orbitree.language.bare_numbers import bare_numbers
 from orbitree.language.errors import Diagnostic, MissionError
 from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
-from orbitree.language.keys import FAULTS_ACTIVE, SAFETY_VIOLATIONS
+from orbitree.language.keys import FAULTS_ACTIVE, SAFETY_VIOLATIONS, key_dimension
 from orbitree.language.params import TreeRef
 from orbitree.language.parser import NodeSpec, Parser, Scope, pydantic_diagnostics
 from orbitree.language.quantities import BlackboardKey, Duration, Frequency, SIValue
 from orbitree.language.registry import Registry
 from orbitree.language.source import Source, load_file
+from orbitree.language.units import dimension_of
 from orbitree.language.world_spec import RobotSpec, SafetySpec, TargetSpec, start_configuration
 
 
@@ -173,6 +174,7 @@ def load_mission(
     top = [source.at(where, f"warning: {message}") for where, message in bare_numbers(MissionModel, data, ())]
     mission.warnings = sorted({*top, *parser.warnings})
     check_references(mission)
+    check_conditions(mission)
     check_hardware(mission)
     check_faults(mission)
     mission.writers = check_writers(mission)
@@ -216,6 +218,37 @@ def check_references(mission: Mission) -> None:
             errors.append(mission.source.at(("robots", name, "start", "offset"), f"robots.{name}.start: {error}"))
     if errors:
         raise MissionError(errors)
+
+
+def check_conditions(mission: Mission) -> None:
+    """A condition's threshold written with a unit must measure what its key holds
+    (``at_most: 30 mm`` against a force was a silent FAILURE at run time)."""
+    errors: list[Diagnostic] = []
+    for spec in mission.nodes():
+        if spec.kind == "condition":
+            params, written, where = spec.params, spec.written, (*spec.path, spec.kind)
+        elif spec.kind == "guard":
+            params, where = spec.params.condition, (*spec.path, spec.kind, "condition")
+            written = spec.written.get("condition") if isinstance(spec.written.get("condition"), dict) else {}
+        else:
+            continue
+        wanted = key_dimension(params.key)
+        if wanted is None:
+            continue
+        for test in ("equals", "not_equals", "below", "at_most", "above", "at_least"):
+            got = dimension_of(written.get(test))
+            if got is None or got == wanted:
+                continue
+            expected = _a(wanted) if wanted else "a plain number (no unit)"
+            errors.append(spec.source.at((*where, test), f"{spec.node_path}: {test}: {written[test]!r} is "
+                                         f"{_a(got)}, but {params.key} holds {expected}"))
+    if errors:
+        raise MissionError(errors)
+
+
+def _a(dimension: str) -> str:
+    words = dimension.replace("_", " ")
+    return ("an " if words[0] in "aeiou" else "a ") + words
 
 
 def check_hardware(mission: Mission) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from orbitree.language.quantities import BlackboardKey, Duration, Frequency, any_quantity
+from orbitree.language.units import QUANTITY_PATTERN
 
 
 class NodeParams(BaseModel):
@@ -24,15 +25,24 @@ class NodeParams(BaseModel):
 CONDITION_TESTS = ("exists", "equals", "not_equals", "below", "at_most", "above", "at_least", "max_age")
 
 
+# A threshold: a number, or a quantity with a unit of any dimension (the loader checks that it
+# measures what the key holds); the schema says so, as the loader accepts it.
+Threshold = Annotated[
+    float,
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "pattern": QUANTITY_PATTERN}],
+                    "description": "a number, or '<number> <unit>' in the dimension of the key's values"}),
+]
+
+
 class ConditionParams(NodeParams):
     key: BlackboardKey
     exists: bool | None = None
     equals: Any = None
     not_equals: Any = None
-    below: float | None = None
-    at_most: float | None = None
-    above: float | None = None
-    at_least: float | None = None
+    below: Threshold | None = None
+    at_most: Threshold | None = None
+    above: Threshold | None = None
+    at_least: Threshold | None = None
     max_age: Duration | None = None
     norm: bool = False
 

@@ -64,6 +64,17 @@ class UnitError(ValueError):
     """A quantity string that cannot be read, or has the wrong dimension."""
 
 
+def dimension_of(text: object) -> str | None:
+    """The dimension of a ``"<number> <unit>"`` string (``"30 mm"`` -> ``length``); None for a
+    bare number or anything that is not a quantity."""
+    if not isinstance(text, str):
+        return None
+    match = _QUANTITY.match(text)
+    if match is None or match.group(2) is None:
+        return None
+    return _UNIT_DIMENSION.get(match.group(2).strip())
+
+
 def si_unit(dimension: str) -> str:
     """The SI unit code works in for ``dimension`` (``time`` -> ``s``)."""
     return _SI_NAME[dimension]
