@@ -1,8 +1,9 @@
 """Simulated-to-wall time ratio of the flagship mission (missions/sirom_dock.yaml).
 
-Runs the docking mission from the seed's example misalignment on the simulated clock, as fast
-as the CPU allows, several times, and prints per run the mission time, the wall time and their
-ratio (above 1: faster than real time), then the medians. A second table splits the wall time
+Runs the docking mission from the example misalignment of the SIROM self-coupling paper ([SIROM]
+in the README's Sources) on the simulated clock, as fast as the CPU allows, several times, and
+prints per run the mission time, the wall time and their ratio (above 1: faster than real time),
+then the medians. A second table splits the wall time
 of one run by where it goes (rendering, marker detection and pose estimation, contact model,
 everything else), measured with cProfile on a separate run so the timed runs stay unperturbed.
 

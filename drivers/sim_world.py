@@ -6,11 +6,12 @@ beneath them, and follows its arm (``cam2world`` is read from the arm at render 
 
 Docking physics: an arm with a latch carries the active interface as its tool behind a wrist
 compliance. Whenever its TCP is near a target, the contact model of ``orbitree.skills.contact``
-(REFERENCE.md B) gives the real pose of the tool and the wrench the wrist sensor reads: the
-guide petals meeting the receptacle's chamfers, and, once the hooks close with the passive
-interface within their reach, the hooks' pull (``hook_force`` × closure along the passive's
-−z, into its face). The arm itself follows its commands exactly (its reported TCP pose is the
-commanded one, as a UR reports it); only the tool and the sensor see the contact.
+(the compliant-motion model of Suárez, Basañez and Colomé, [Suárez] in the README's Sources)
+gives the real pose of the tool and the wrench the wrist sensor reads: the guide petals meeting
+the receptacle's chamfers, and, once the hooks close with the passive interface within their
+reach, the hooks' pull (``hook_force`` × closure along the passive's −z, into its face). The
+arm itself follows its commands exactly (its reported TCP pose is the commanded one, as a UR
+reports it); only the tool and the sensor see the contact.
 
 A bumped target (the ``target_bumped`` fault, ``push_target``) is pushed, not teleported: it
 moves along the offset at a finite speed, and near a tool in steps of 0.2 mm, each checked

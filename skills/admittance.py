@@ -1,6 +1,6 @@
 """Admittance control for docking: a Cartesian mass-damper-spring per axis, and the joint form.
 
-**Cartesian law** (UR's URScript admittance example, REFERENCE.md A), per axis ``i``::
+**Cartesian law** (UR's URScript admittance example, [UR] in the README's Sources), per axis ``i``::
 
     a_i = (F_i − F_t,i − K_i x_i − D_i ẋ_i) / M_i
 
@@ -21,7 +21,7 @@ integrates one tick and returns the new twist (sent with ``speed_l``) and offset
   ``x⁺ = x + dt ẋ⁺``: stable for every ``dt``, with the exact steady states ``ẋ = F/D`` (K = 0)
   and ``x = F/K`` (K > 0).
 
-**Joint form** (the seed's eq. 14, after Scherzinger et al. 2019): ``q̈ = H(q)⁻¹ J(q)ᵀ f_ext``,
+**Joint form** (eq. 14 of the SIROM paper [SIROM], after Scherzinger et al. 2019): ``q̈ = H(q)⁻¹ J(q)ᵀ f_ext``,
 with ``H`` the joint inertia matrix of arm plus tool, ``J`` the geometric Jacobian at the TCP
 (base axes) and ``f_ext`` the wrench at the TCP in base axes (gravity compensated by the low-level
 control, slow motion). :func:`joint_admittance_step` adds an optional joint damping so the arm
@@ -136,7 +136,7 @@ def joint_admittance_step(
     """One tick of ``H q̈ = Jᵀ f − D_q q̇`` by backward Euler: the new joint velocity (n,).
 
     ``(H + dt D_q) q̇⁺ = H q̇ + dt Jᵀ f``. ``joint_damping`` D_q is (n, n) or its diagonal (n,)
-    (N·m·s/rad), None for the seed's undamped form. Apply :func:`apply_dead_band` to ``wrench``
+    (N·m·s/rad), None for the SIROM paper's undamped form. Apply :func:`apply_dead_band` to ``wrench``
     first if wanted; ``J @ q̇⁺`` is the matching TCP twist for ``speed_l``.
     """
     jac, inertia = _check_joint_matrices(jacobian, joint_inertia)

@@ -4,12 +4,12 @@ A board is a set of square ArUco markers of one dictionary, each given by its fo
 the board frame (metres), in OpenCV's marker order: top-left, top-right, bottom-right,
 bottom-left (clockwise when the board is seen from the front, i.e. from +z).
 
-The SIROM board is the one of the self-coupling seed (REFERENCE.md A): three 7x7 markers, ids
-0, 1 and 2, side 18 mm, each with a 1 mm white border, on the passive SIROM's connection
-triangle. Its corner table is used exactly as published (in cm). The published values are
-rounded, so markers 1 and 2 are not perfect squares (the largest departure from
-"marker 0 rotated by ∓120°" is 0.11 mm, marker 2 BL x); the simulator prints the markers on these
-corners, so model and rendered world agree.
+The SIROM board is the one of the SIROM self-coupling paper ([SIROM] in the README's Sources,
+section 3.1, eqs. 1-3): three 7x7 markers, ids 0, 1 and 2, side 18 mm, each with a 1 mm white
+border, on the passive SIROM's connection triangle. Its corner table is used exactly as
+published (in cm). The published values are rounded, so markers 1 and 2 are not perfect squares
+(the largest departure from "marker 0 rotated by ∓120°" is 0.11 mm, marker 2 BL x); the
+simulator prints the markers on these corners, so model and rendered world agree.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-#: REFERENCE.md A: corners in cm in the SIROM frame, order TL, TR, BR, BL.
+#: The SIROM paper's table ([SIROM], eqs. 1-3): corners in cm in the SIROM frame, order TL, TR, BR, BL.
 SIROM_CORNERS_CM: dict[int, tuple[tuple[float, float, float], ...]] = {
     0: ((0.1, 3.9, 0.0), (1.9, 3.9, 0.0), (1.9, 2.1, 0.0), (0.1, 2.1, 0.0)),
     1: ((3.33, -2.04, 0.0), (2.43, -3.6, 0.0), (0.87, -2.7, 0.0), (1.77, -1.14, 0.0)),
@@ -101,7 +101,7 @@ def board_model_from_corners(
 
 
 def sirom_board_model() -> BoardModel:
-    """The passive SIROM's three-marker board (REFERENCE.md A), corners in metres."""
+    """The passive SIROM's three-marker board of the SIROM paper [SIROM], corners in metres."""
     return board_model_from_corners(
         {i: np.array(c) for i, c in SIROM_CORNERS_CM.items()},
         SIROM_DICTIONARY,
@@ -131,7 +131,7 @@ def aruco_board_from_corners(
 
 
 def sirom_board() -> cv2.aruco.Board:
-    """The SIROM board as a ``cv2.aruco.Board`` (exact corner table of REFERENCE.md A)."""
+    """The SIROM board as a ``cv2.aruco.Board`` (exact corner table of the SIROM paper [SIROM])."""
     return make_aruco_board(sirom_board_model())
 
 

@@ -2,7 +2,7 @@
 
 Frames (poses (4, 4), ``A2B``):
 
-* ``target``: the passive interface's frame (for SIROM, the board frame of REFERENCE.md A: origin
+* ``target``: the passive interface's frame (for SIROM, the board frame of the SIROM paper [SIROM]: origin
   at the connection triangle's centre, z out of the face);
 * ``tcp``: the active interface mounted as the robot's tool;
 * ``tcp2target_docked``: the TCP pose in the target frame when the two interfaces are fully
@@ -19,9 +19,10 @@ Frames (poses (4, 4), ``A2B``):
   takes the docked TCP orientation onto the current one, about the target's axes. Within
   ±1.5 deg per axis it differs from extrinsic x-y-z roll-pitch-yaw angles by < 0.02 deg.
 
-**SIROM** (EROSS capture tests, seed of REFERENCE.md A): ±5 mm in x and y, 0–10 mm in z, ±1.5 deg
-about each axis. The approach deliberately stops ``standoff`` = 1.5 mm short in z so the interfaces
-do not collide; :func:`aim_tcp2target` and :func:`desired_board2cam` build that aim point.
+**SIROM** (EROSS capture tests, as the SIROM self-coupling paper reports them: [SIROM] in the
+README's Sources, section 4.5): ±5 mm in x and y, 0–10 mm in z, ±1.5 deg about each axis. The
+approach deliberately stops ``standoff`` = 1.5 mm short in z so the interfaces do not collide;
+:func:`aim_tcp2target` and :func:`desired_board2cam` build that aim point.
 """
 
 from __future__ import annotations

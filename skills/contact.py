@@ -1,9 +1,10 @@
-"""Compliant-motion contact model (REFERENCE.md B): the real tool pose and the wrist wrench.
+"""Compliant-motion contact model of Suárez, Basañez and Colomé: the real tool pose and the wrist wrench.
 
 A passive compliance (a spring, stiffness ``K`` diagonal in the compliance frame) sits between
 the robot and the active interface. The robot reaches the *commanded* TCP pose exactly; the tool
 takes the *real* pose that minimises the elastic energy without interpenetrating the passive
-interface (Suárez, Basañez & Colomé, seed B).
+interface (Suárez, Basañez & Colomé, "Modelado y simulación de movimientos con acomodación en
+robótica"; [Suárez] in the README's Sources).
 
 Conventions (pure functions, numpy in and out, SI units):
 
@@ -20,7 +21,7 @@ Conventions (pure functions, numpy in and out, SI units):
   edges' normal cones (to 2°, so an edge crossing a nearly parallel face keeps a contact at
   each of the face's sides). For a vertex near a convex piece the face used is the one whose
   plane separates it most: this is the determined contact associated with a vertex–edge or
-  vertex–vertex contact, chosen from the current configuration as the seed prescribes.
+  vertex–vertex contact, chosen from the current configuration as the paper prescribes (section 4.1).
   Parallel edges (dimension-1 contacts) are left to the contacts at their ends.
 * Each contact's signed distance is linearised about the previous real pose into one row of
   ``A e >= b`` (:func:`linearise_contacts`); :func:`solve_deformation` solves
@@ -28,7 +29,7 @@ Conventions (pure functions, numpy in and out, SI units):
 * :func:`solve_contact` splits large commanded steps, re-linearises until the real pose stops
   moving (under 1 µm), and when a candidate pose interpenetrates (an edge entering a convex
   piece of the other body deeper than ``tolerance_m``: :func:`interpenetrates`) bisects back
-  toward the last free pose and re-linearises there, as the seed does.
+  toward the last free pose and re-linearises there, as the paper does (section 3).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the union, and which vertices lie on its surface. Contact search (``contact.py``
 features, so the seams between pieces never produce contacts.
 
 SIROM docking pair (model assumptions; a simplified but faithful stand-in for the real
-interfaces of the self-coupling seed, numbers in mm):
+interfaces of the SIROM self-coupling paper, [SIROM] in the README's Sources; numbers in mm):
 
 * Passive SIROM, in its board frame (origin at the face centre, z out of the face). Face at
   z = 0, back at z = -25. Outline: a 12-gon of circumradius 60 (Ø120), corners at 15° + k·30°.
@@ -24,7 +24,7 @@ interfaces of the self-coupling seed, numbers in mm):
   each petal facing a pocket side.
 * Capture by the chamfers: a petal tip lands on a chamfer, not on the face, while it sits less
   than 11.5 further out than centred, so a lateral offset up to ~11 along a petal (more between
-  petals) is guided in; this covers the ±5 mm, ±1.5° envelope of REFERENCE.md A with margin.
+  petals) is guided in; this covers the ±5 mm, ±1.5° envelope of the SIROM paper with margin.
   An offset of 15 along a petal puts that tip on the flat face: blocked. The 0.5 radial
   clearance leaves ±0.5 lateral and ~±2.9° about z of play when seated, so the ±1.5° about z
   of the envelope needs no guiding. Hooks, connector plate and the real petal shapes are not
@@ -338,9 +338,10 @@ def interpenetrate(
 ) -> bool:
     """Do the bodies overlap by more than ``depth``: an edge of either enters the other?
 
-    Two polyhedra intersect iff an edge of one crosses a face of the other (seed B). Each
-    convex piece is tested on its own, so a depth measured across a seam between two pieces of
-    one body is underestimated; the other body's edges entering it usually reveal it.
+    Two polyhedra intersect iff an edge of one crosses a face of the other (Suárez, Basañez and
+    Colomé, [Suárez] in the README's Sources, section 3). Each convex piece is tested on its own,
+    so a depth measured across a seam between two pieces of one body is underestimated; the other
+    body's edges entering it usually reveal it.
     """
     if clear_of_box(transform_points(active2passive, active.vertices), passive, 0.0):
         return False

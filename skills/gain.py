@@ -8,12 +8,13 @@
 
 λ decreases monotonically from λ0 to λ∞. With ``lambda0 == lambda_inf`` the gain is constant
 (the formula would be 0/0; ``slope0`` is then irrelevant). The defaults (1.5, 0.4, 30) are those of
-ViSP's UR PBVS example, also used by the SIROM self-coupling seed (REFERENCE.md A).
+ViSP's UR PBVS example. The SIROM self-coupling paper ([SIROM] in the README's Sources, eq. 13)
+uses this gain, tuned by ViSP's advice.
 
 Tuning (ViSP's advice): raise λ0 until the robot oscillates near the goal, then back off; raise
 λ∞ until tracking is lost or the start is too fast, then back off; λ'0 ≈ 30.
 
-What ``x`` is — the Euclidean norm of the PBVS error (the seed's ``λ(‖e‖)``) or its infinity norm
+What ``x`` is — the Euclidean norm of the PBVS error (the SIROM paper's ``λ(‖e‖)``) or its infinity norm
 (ViSP's ``vpAdaptiveGain::operator()(vpColVector)``) — is the caller's choice; see
 :func:`orbitree.skills.pbvs.camera_velocity`.
 """

@@ -173,7 +173,7 @@ KUKA_KR5_SIXX = DHTable(
     hm=(False, True, False, False, False, False),
     name="kuka_kr5_sixx",
 )
-"""KUKA KR5 sixx nominal table of the circle-point calibration paper (REFERENCE.md E), in SI;
+"""KUKA KR5 sixx nominal table of Ginés Buil's circle-point calibration thesis ([CirclePoint], Table 1), in SI;
 joint 2 (axes 2 and 3 nominally parallel) is Hayati–Mirmirani with beta = 0."""
 
 

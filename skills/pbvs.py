@@ -23,10 +23,11 @@ current camera frame (ViSP's kinematic screw). For a target fixed in the world,
     L_e  = [[-I3, [c_t_o]x], [0, L_θu]]
     L_θu = I3 + (θ/2) [u]x + (1 - sinc θ / sinc²(θ/2)) [u]x²
 
-Sign note: REFERENCE.md A and Chaumette & Hutchinson (2006) print ``− (θ/2)[u]×``. That matrix is
-the transpose of the one above: it is exact for ``ω`` expressed in the *desired* camera frame,
-while for ``ω`` in the current frame (what the robot is commanded with) the sign is ``+``, as in
-ViSP's ``cdRc`` interaction. The law is unaffected either way: ``L_θu⁻¹ θu = θu`` for both, so
+Sign note: Chaumette & Hutchinson (2006), whose matrix the SIROM self-coupling paper uses
+([SIROM] in the README's Sources, eqs. 10-11), print ``− (θ/2)[u]×``. That matrix is the transpose of
+the one above: it is exact for ``ω`` expressed in the *desired* camera frame, while for ``ω`` in
+the current frame (what the robot is commanded with) the sign is ``+``, as in ViSP's ``cdRc``
+interaction. The law is unaffected either way: ``L_θu⁻¹ θu = θu`` for both, so
 ``v_c = −λ L_e⁺ e`` gives ``ω = −λ θu`` and ``v = λ (c_t_o − c*_t_o) − λ [c_t_o]× θu``.
 
 **Robot twist**: the arm takes the twist of its TCP point in the base frame (``speed_l``, see
@@ -139,7 +140,7 @@ def camera_velocity(
     """Error, gain and camera twist (camera frame) for one servo tick.
 
     ``gain`` is a constant λ or a callable of the error magnitude (e.g. :class:`AdaptiveGain`).
-    The magnitude is ``‖e‖₂`` (the seed's ``λ(‖e‖)``, default) or ``‖e‖∞`` (what ViSP's
+    The magnitude is ``‖e‖₂`` (the SIROM paper's ``λ(‖e‖)``, default) or ``‖e‖∞`` (what ViSP's
     ``vpAdaptiveGain`` takes for a vector); it mixes metres and radians, as both do.
     """
     error = pbvs_error(board2cam, board2cam_desired)

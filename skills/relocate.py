@@ -1,11 +1,11 @@
 """Relocation: small camera translations that bring a lost target back into view.
 
-When the target is lost during the approach, the seed (REFERENCE.md A; seed
-``sirom_self_coupling``) translates the camera by 100 mm along X (both ways), Y and Z, checking
-after each move whether the target is seen again; if it is, the approach resumes, otherwise
-search restarts. REFERENCE.md reads the moves as ±100 mm X, ±100 mm Y, +100 mm Z; the seed's
-text reads "±100 mm, +100 mm and +100 mm" for X, Y and Z. The default list here is the union
-(x+, x-, y+, y-, z+), and a mission may give its own.
+When the target is lost during the approach, the SIROM self-coupling paper ([SIROM] in the
+README's Sources, section 3.2) translates the camera by 100 mm along X (both ways), Y and Z,
+checking after each move whether the target is seen again; if it is, the approach resumes,
+otherwise search restarts. One reading of the moves is ±100 mm X, ±100 mm Y, +100 mm Z; the
+paper's text reads "±100 mm, +100 mm and +100 mm" for X, Y and Z. The default list here is the
+union (x+, x-, y+, y-, z+), and a mission may give its own.
 
 Moves are written ``x+100 mm``, ``y-5 cm``, ``z+0.1`` and are translations of the camera along
 the axes of the robot base frame (``+z`` is up, away from a target on the table) or, with

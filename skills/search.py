@@ -1,8 +1,9 @@
 """Search: a sweep of joint configurations that carries the eye-in-hand camera over the table.
 
-The seed's search (REFERENCE.md A) moves the arm through predefined joint configurations while
-the vision runs, stops as soon as the target is detected and remembers the configuration it had
-reached, so that a later search resumes from there instead of starting over.
+The search of the SIROM self-coupling paper ([SIROM] in the README's Sources, section 3.2)
+moves the arm through predefined joint configurations while the vision runs, stops as soon as
+the target is detected and remembers the configuration it had reached, so that a later search
+resumes from there instead of starting over.
 
 ``table_sweep`` builds such a sweep: a serpentine grid of camera poses looking straight down on
 a rectangle of the table from a fixed height, each turned into joints by inverse kinematics

@@ -79,10 +79,11 @@ class LatchSpec(Strict):
 class StartSpec(Strict):
     """Start the arm at a misalignment from a target (sim).
 
-    ``offset`` is the misalignment between the active interface and the target as the seed
-    states it: the target's pose in the TCP frame is its docked pose moved by ``offset``
-    (translation along the tool axes, z ahead of the tool; rotation roll-pitch-yaw), so
-    ``{xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}`` puts the target 350 mm ahead of the tool.
+    ``offset`` is the misalignment between the active interface and the target as the SIROM
+    self-coupling paper ([SIROM] in the README's Sources) states it: the target's pose in the TCP
+    frame is its docked pose moved by ``offset`` (translation along the tool axes, z ahead of the
+    tool; rotation roll-pitch-yaw), so ``{xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}`` puts the
+    target 350 mm ahead of the tool.
     """
 
     target: str = Field(description="the target the offset refers to")

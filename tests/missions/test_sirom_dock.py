@@ -1,7 +1,8 @@
 """The flagship mission end to end on the simulated world: search, approach, relocation, capture, dock.
 
 Each test runs missions/sirom_dock.yaml (or its search part) with rendered images, real marker
-detection, the PBVS law and the contact model; figures are checked against the seed's numbers.
+detection, the PBVS law and the contact model; figures are checked against the numbers of the
+SIROM self-coupling paper ([SIROM] in the README's Sources).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def test_seed_misalignment_converges_captures_inside_envelope_and_seats(tmp_path
     log = read_log(log_path)
     trace = _status_trace(log)
     captured_at = next(t for t, name, status in trace if name == "capture" and status == "RUNNING")
-    # the approach ran until ‖e‖ < 0.001 (the seed's criterion), then the hooks were closed
+    # the approach ran until ‖e‖ < 0.001 (the SIROM paper's criterion), then the hooks were closed
     assert _last(log, "/servo/error_norm", before=captured_at) < 0.001
     assert summary["in_capture_envelope"] is True
     error = summary["final_error"]

@@ -1,4 +1,6 @@
-"""orbitree.skills.contact(_geometry): the compliant-contact model of seed B on the SIROM pair.
+"""orbitree.skills.contact(_geometry): the compliant-contact model of Suárez et al. on the SIROM pair.
+
+The model is that of Suárez, Basañez and Colomé ([Suárez] in the README's Sources).
 
 Overlap is checked with an independent oracle: for every pair of convex pieces, a linear
 program (scipy's HiGHS) finds the deepest point common to both pieces shrunk by ``t``; two

@@ -70,7 +70,7 @@ DESIRED = _pose(Rotation.from_euler("x", 180.0, degrees=True), np.array([0.0, 0.
 
 
 def _seed_start() -> np.ndarray:
-    """The seed's example misalignment: (20, 170, 350) mm and (-45, 18, 25) deg roll-pitch-yaw,
+    """The SIROM paper's example misalignment [SIROM]: (20, 170, 350) mm and (-45, 18, 25) deg roll-pitch-yaw,
     taken as the current camera pose in the desired camera frame (cam2desired)."""
     rpy = Rotation.from_euler("xyz", [-45.0, 18.0, 25.0], degrees=True)  # Rz(y)·Ry(p)·Rx(r)
     cam2desired = _pose(rpy, np.array([20.0, 170.0, 350.0]) * MM)
@@ -120,7 +120,7 @@ def _l_theta_u_alternative_closed_form(theta_u: np.ndarray) -> np.ndarray:
 
 
 def _l_theta_u_as_printed(theta_u: np.ndarray) -> np.ndarray:
-    """As printed in REFERENCE.md A (Chaumette & Hutchinson 2006), with −(θ/2)[u]×."""
+    """As Chaumette & Hutchinson (2006) print it (the SIROM paper [SIROM] uses it), with −(θ/2)[u]×."""
     theta = np.linalg.norm(theta_u)
     u_cross = se3.skew(theta_u / theta)
     sinc = np.sinc(theta / np.pi) / np.sinc(theta / (2.0 * np.pi)) ** 2
