@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
-from orbitree.language.quantities import BlackboardKey, Duration, Frequency, any_quantity
+from orbitree.language.quantities import AnyUnit, BlackboardKey, Duration, Frequency, any_quantity
 from orbitree.language.units import QUANTITY_PATTERN
 
 
@@ -29,6 +29,7 @@ CONDITION_TESTS = ("exists", "equals", "not_equals", "below", "at_most", "above"
 # measures what the key holds); the schema says so, as the loader accepts it.
 Threshold = Annotated[
     float,
+    AnyUnit(),
     WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "pattern": QUANTITY_PATTERN}],
                     "description": "a number, or '<number> <unit>' in the dimension of the key's values"}),
 ]

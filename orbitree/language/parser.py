@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from orbitree.language.bare_numbers import bare_numbers
+from orbitree.language.bare_numbers import bare_numbers, lax_scalars
 from orbitree.language.errors import Diagnostic, MissionError, format_path
 from orbitree.language.params import CONTROL_PARAMS, SHORTHAND, NodeParams
 from orbitree.language.registry import Registry
@@ -156,6 +156,10 @@ class Parser:
         params_cls = CONTROL_PARAMS.get(kind) or self.registry.leaves[kind].Params
         body, short = self._body(kind, value)
         node_path = f"{parent}/{kind}" if parent else kind
+        lax = [source.at((*path, kind) if short is not None and where == (*path, kind, short) else where,
+                         f"{node_path}: {message}")
+               for where, message in lax_scalars(params_cls, body, (*path, kind))]
+        self.errors.extend(lax)  # the mission fails to load; its children are still checked
         try:
             params = params_cls.model_validate(body)
         except ValidationError as exc:

@@ -22,19 +22,25 @@ from pydantic import (
 )
 from scipy.spatial.transform import Rotation
 
-from orbitree.language.units import QUANTITY_PATTERN, UNITS, UnitError, parse_quantity, si_unit
+from orbitree.language.units import UNITS, UnitError, parse_quantity, si_unit
+
+_NUMBER = r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"
 
 
-def _quantity_schema(dimension: str, bare: str | None = None) -> dict[str, Any]:
-    units = ", ".join(UNITS[dimension])
+def _quantity_schema(dimension: str, bare: str | None, number: dict[str, Any]) -> dict[str, Any]:
+    """A number (with the field's bounds), or a string of a number and one of the dimension's
+    units; the string's sign (and zero) are constrained as far as a pattern can say them."""
+    units = "(" + "|".join(re.escape(u) for u in sorted(UNITS[dimension], key=len, reverse=True)) + ")"
+    low = number.get("exclusiveMinimum", number.get("minimum"))
+    sign = r"\+?" if low is not None and low >= 0 else "[-+]?"
+    zero = rf"(?!\+?(0+\.?0*|\.0+)([eE][-+]?\d+)?\s*{units}?\s*$)"  # refuses a zero
+    not_zero = zero if number.get("exclusiveMinimum") == 0 else ""
+    pattern = rf"^\s*{not_zero}{sign}{_NUMBER}\s*{units}?\s*$"
     bare_note = f"bare numbers are {bare}" if bare else "bare numbers are SI"
     return {
-        "anyOf": [
-            {"type": "number"},
-            {"type": "string", "pattern": QUANTITY_PATTERN},
-        ],
+        "anyOf": [number, {"type": "string", "pattern": pattern}],
         "description": f"{dimension.replace('_', ' ')}: a number or '<number> <unit>' "
-        f"with unit in {units}; {bare_note}",
+        f"with unit in {', '.join(UNITS[dimension])}; {bare_note}",
     }
 
 
@@ -59,6 +65,16 @@ class Dimension:
     def bare_unit(self) -> str:
         return self.bare or si_unit(self.name)
 
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        # the float's own schema carries the field's bounds (gt=0 -> exclusiveMinimum)
+        return _quantity_schema(self.name, self.bare, handler(core_schema))
+
+
+@dataclass(frozen=True)
+class AnyUnit:
+    """Marks a float that may be written with a unit of any dimension (a condition's threshold:
+    its key decides the dimension, checked by the loader)."""
+
 
 def quantity(dimension: str, bare: str | None = None) -> Any:
     """An annotated float of ``dimension`` accepting ``"<number> <unit>"``, stored in SI."""
@@ -66,7 +82,6 @@ def quantity(dimension: str, bare: str | None = None) -> Any:
         float,
         Dimension(dimension, bare),
         BeforeValidator(_quantity_validator(dimension, bare)),
-        WithJsonSchema(_quantity_schema(dimension, bare)),
     ]
 
 

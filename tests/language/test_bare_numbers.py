@@ -46,3 +46,29 @@ def test_shipped_missions_have_no_bare_number_warnings():
     shipped = [*sorted((root / "missions").glob("*.yaml")), *sorted((root / "tests" / "missions").glob("*.yaml"))]
     for path in shipped:
         assert load_mission(path).warnings == [], path.name
+
+
+def test_values_only_lax_coercion_would_take_are_refused_at_their_line(tmp_path):
+    import pytest
+
+    from orbitree.language.errors import MissionError
+
+    path = tmp_path / "lax.yaml"
+    path.write_text("""\
+mission: lax
+robots:
+  arm: {}
+tree:
+  sequence:
+    reactive: 0
+    children:
+      - retract: {robot: arm, acceleration: true}
+      - repeat: {count: "3", child: {wait: 1 s}}
+""")
+    with pytest.raises(MissionError) as error:
+        load_mission(path)
+    assert [str(d).split(f"{path}:")[1] for d in error.value.diagnostics] == [
+        "6:15: sequence: reactive: expected true or false, got 0",
+        "8:45: sequence/retract: acceleration: expected a number, got True",
+        "9:25: sequence/repeat: count: expected an integer, got '3'",
+    ]
