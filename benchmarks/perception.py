@@ -17,6 +17,7 @@ is "within" when the translation error is <= 1 mm and the rotation error <= 0.5 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import dataclass
 
@@ -163,12 +164,16 @@ def timing(frames: int) -> None:
               f"{found}/{frames} |", flush=True)
 
 
+# ORBITREE_BENCH_SMOKE=1: one short repetition, to check the command works (README's commands
+# are all run by the test suite); the figures then mean nothing.
+SMOKE = os.environ.get("ORBITREE_BENCH_SMOKE") == "1"
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=50, help="frames per resolution")
+    parser.add_argument("--frames", type=int, default=2 if SMOKE else 50, help="frames per resolution")
     parser.add_argument("--compare", action="store_true", help="method comparison table")
     parser.add_argument("--cases", type=int, default=300, help="views per set for --compare")
-    parser.add_argument("--no-stress", action="store_true", help="skip the stress sets")
+    parser.add_argument("--no-stress", action="store_true", default=SMOKE, help="skip the stress sets")
     args = parser.parse_args()
     if args.compare:
         compare(args.cases, not args.no_stress)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import statistics
 import time
@@ -33,7 +34,7 @@ PARTS = {  # cumulative time of these functions, by part
 
 
 def run_once(seed: int) -> tuple[float, float, str]:
-    mission = load_mission(MISSION, [SEED_START])
+    mission = load_mission(MISSION, [SEED_START, *(["max_duration=1 s"] if SMOKE else [])])
     started = time.perf_counter()
     result = Executive(mission, seed=seed).run()
     return result.summary["sim_time_s"], time.perf_counter() - started, result.status
@@ -53,10 +54,14 @@ def profile_once() -> dict[str, float]:
     return parts
 
 
+# ORBITREE_BENCH_SMOKE=1: one short repetition, to check the command works (README's commands
+# are all run by the test suite); the figures then mean nothing.
+SMOKE = os.environ.get("ORBITREE_BENCH_SMOKE") == "1"
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--runs", type=int, default=1 if SMOKE else 3)
+    parser.add_argument("--no-profile", action="store_true", default=SMOKE)
     args = parser.parse_args()
     sims, walls, ratios = [], [], []
     print(f"{'run':>4} {'status':>8} {'sim s':>8} {'wall s':>8} {'sim/wall':>9}")

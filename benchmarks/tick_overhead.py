@@ -12,6 +12,7 @@ per-tick time over the runs is reported for each side, with the ratio.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -84,10 +85,14 @@ def executive(mission, ticks: int, log: Path) -> float:
     return elapsed / ticks
 
 
+# ORBITREE_BENCH_SMOKE=1: one short repetition, to check the command works (README's commands
+# are all run by the test suite); the figures then mean nothing.
+SMOKE = os.environ.get("ORBITREE_BENCH_SMOKE") == "1"
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ticks", type=int, default=3000)
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--ticks", type=int, default=100 if SMOKE else 3000)
+    parser.add_argument("--runs", type=int, default=1 if SMOKE else 7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.yaml"

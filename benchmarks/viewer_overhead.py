@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import statistics
 import sys
 import tempfile
@@ -133,11 +134,16 @@ def median(rows: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
+# ORBITREE_BENCH_SMOKE=1: one short repetition, to check the command works (README's commands
+# are all run by the test suite); the figures then mean nothing.
+SMOKE = os.environ.get("ORBITREE_BENCH_SMOKE") == "1"
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ticks", type=int, default=3000)
-    parser.add_argument("--runs", type=int, default=9)
-    parser.add_argument("--realtime-s", type=float, default=3.0, help="0: skip the realtime runs")
+    parser.add_argument("--ticks", type=int, default=100 if SMOKE else 3000)
+    parser.add_argument("--runs", type=int, default=1 if SMOKE else 9)
+    parser.add_argument("--realtime-s", type=float, default=0.0 if SMOKE else 3.0,
+                        help="0: skip the realtime runs")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {m: [] for m in MODES}
     paced: dict[str, list[dict]] = {m: [] for m in MODES}
