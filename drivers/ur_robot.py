@@ -10,7 +10,8 @@ Robot protocol         ur_rtde
                        ``r = RTDEReceiveInterface(host, frequency)``,
                        ``r.isProtectiveStopped()``, ``r.isEmergencyStopped()``;
                        ``c = RTDEControlInterface(host, frequency)``;
-                       ``c.setWatchdog(hz)`` if ``watchdog_hz``
+                       ``c.setTcp(tool)`` if ``tcp_offset``; ``c.setWatchdog(hz)`` if
+                       ``watchdog_hz``
 ``read()``             ``r.getActualTCPPose()`` (axis-angle → 4x4), ``r.getActualQ()``,
                        ``r.getActualQd()``, ``r.getActualTCPSpeed()``,
                        ``r.getActualTCPForce()`` (base-oriented → TCP frame),
@@ -176,6 +177,9 @@ class URRobot:
     stop_joint_acceleration : joint deceleration for stopJ after a move_j, rad/s².
     check_remote_control : refuse to start unless the pendant is in remote control
         (must be False on CB3 / PolyScope < 5.6, where ur_rtde cannot ask).
+    tcp_offset : (4, 4) tool pose in the flange frame; if set, ``setup()`` makes it the
+        controller's TCP (``c.setTcp``), so reported TCP poses and TCP commands use the mission's
+        ``tool:`` whatever the pendant's installation says.
     watchdog_hz : if set, arm ur_rtde's RTDE watchdog (the controller stops the arm when
         ``read()`` is not called at least this often) and kick it on every ``read()``.
     reconnect_attempts, reconnect_initial_delay, reconnect_max_delay : back-off of
@@ -199,6 +203,7 @@ class URRobot:
         stop_joint_acceleration: float = 2.0,
         check_remote_control: bool = True,
         watchdog_hz: float | None = None,
+        tcp_offset: np.ndarray | None = None,
         reconnect_attempts: int = 5,
         reconnect_initial_delay: float = 0.1,
         reconnect_max_delay: float = 2.0,
@@ -223,6 +228,7 @@ class URRobot:
         self.stop_joint_acceleration = float(stop_joint_acceleration)
         self.check_remote_control = check_remote_control
         self.watchdog_hz = watchdog_hz
+        self.tcp_offset = None if tcp_offset is None else pose_to_ur(tcp_offset)
         self.reconnect_attempts = int(reconnect_attempts)
         self.reconnect_initial_delay = float(reconnect_initial_delay)
         self.reconnect_max_delay = float(reconnect_max_delay)
@@ -254,12 +260,14 @@ class URRobot:
             raise
         self._receive, self._control = receive, control
         self._mode, self._move_pending = "idle", False
-        if self.watchdog_hz is not None:
-            try:
+        try:
+            if self.tcp_offset is not None:  # the controller's TCP is the mission's tool
+                self._command("setTcp", list(self.tcp_offset))
+            if self.watchdog_hz is not None:
                 self._command("setWatchdog", float(self.watchdog_hz))
-            except BaseException:
-                self.shutdown()
-                raise
+        except BaseException:
+            self.shutdown()
+            raise
 
     def shutdown(self) -> None:
         """Stop the arm, stop the controller script and disconnect. Safe to call twice."""

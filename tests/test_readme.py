@@ -20,6 +20,7 @@ import yaml
 
 from orbitree.behaviours.catalogue import load_mission
 from orbitree.campaign.spec import load_campaign
+from orbitree.drivers.calibration_io import load_intrinsics
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -56,6 +57,17 @@ def test_yaml_block_loads(line, body, tmp_path):
     data = yaml.safe_load(body)
     if data is None:  # only a comment (the editor's schema line)
         assert body.lstrip().startswith("#"), f"README.md:{line}: an empty YAML block"
+        return
+    if "camera_matrix" in data:  # a camera calibration file
+        (tmp_path / "camera.yaml").write_text(body, encoding="utf-8")
+        assert load_intrinsics(tmp_path / "camera.yaml").width == data["image_width"]
+        return
+    if data.get("robots", {}).get("arm", {}).get("driver") == "ur":  # beside README's calibration file
+        calibration = next(b for _, b in blocks("yaml") if "camera_matrix:" in b)
+        (tmp_path / "camera.yaml").write_text(calibration, encoding="utf-8")
+        (tmp_path / "bench.yaml").write_text(body, encoding="utf-8")
+        mission = load_mission(tmp_path / "bench.yaml")
+        assert mission.model.robots["arm"].driver == "ur" and mission.warnings == []
         return
     if "campaign" in data:
         path = ROOT / "missions" / "campaigns" / f"readme_{line}.yaml"  # its paths are relative to there

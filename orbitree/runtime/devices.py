@@ -241,7 +241,7 @@ def _sim_devices(robots, targets, ctx, seed):
 def _hardware_device(name: str, spec: RobotSpec, ctx: Context, base_dir: Path) -> RobotDevice:
     from orbitree.drivers.ur_robot import URRobot
 
-    robot = URRobot(name, spec.host or "")
+    robot = URRobot(name, spec.host or "", tcp_offset=spec.tool.matrix())
     camera = None
     if spec.camera is not None:
         from orbitree.drivers.cv_camera import CvCamera

@@ -234,6 +234,13 @@ def test_setup_checks_remote_control_then_connects_at_the_given_frequency() -> N
     assert robot.is_connected()
 
 
+def test_setup_makes_the_missions_tool_the_controllers_tcp() -> None:
+    tool = _pose([0.0, 0.0, np.pi / 2], [0.0, 0.0, 0.2])  # 200 mm out, turned 90 deg about z
+    _, control, _ = Rig(tcp_offset=tool).ready()
+    assert [name for name, _ in control.calls] == ["setTcp"]
+    np.testing.assert_allclose(control.calls[0][1][0], [0.0, 0.0, 0.2, 0.0, 0.0, np.pi / 2], atol=1e-12)
+
+
 def test_setup_refuses_when_not_in_remote_control() -> None:
     rig = Rig(remote=False)
     with pytest.raises(URNotReadyError) as info:
