@@ -9,16 +9,18 @@ YAML::
         damping: [12.5, 12.5, 12.5, 1.0, 1.0, 1.0]
         dead_band: {force: 3 N, torque: 0.2 Nm}
         seated: {force: 5 N, torque: 0.5 Nm, position: 1.5 mm, angle: 1 deg, hold: 300 ms}
+        max_speed: 20 mm/s          # limits on the commanded twist (defaults)
+        max_angular_speed: 0.2 rad/s
         timeout: 20 s
 
 Each tick the wrist wrench (TCP frame) is rotated to the base frame and run through the
 admittance law (``orbitree.skills.admittance``: ``M ẍ + D ẋ + K x = F − F_t`` with a dead band);
-the resulting twist is sent as ``speed_l``, so the arm yields to the hooks pulling it in and the
-chamfers centring it. The dock is seated when the wrench is below ``seated.force`` /
-``seated.torque`` and the TCP is within ``seated.position`` / ``seated.angle`` of its docked pose
-(relative to the last vision estimate of the target, whose error at docking range is about
-1 mm; the pose check catches a tool resting calm on a guide petal, several mm off), both for
-``seated.hold``. The peak contact
+the resulting twist, scaled down to ``max_speed`` and ``max_angular_speed``, is sent as
+``speed_l``, so the arm yields to the hooks pulling it in and the chamfers centring it. The
+dock is seated when the wrench is below ``seated.force`` / ``seated.torque`` and the TCP is
+within ``seated.position`` / ``seated.angle`` of its docked pose (relative to the last vision
+estimate of the target, whose error at docking range is about 1 mm; the pose check catches a
+tool resting calm on a guide petal, several mm off), both for ``seated.hold``. The peak contact
 force is written to the run summary.
 """
 
@@ -28,7 +30,7 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
-from orbitree.language.quantities import Angle, Duration, Force, Length, Speed, Torque
+from orbitree.language.quantities import Angle, AngularSpeed, Duration, Force, Length, Speed, Torque
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.admittance import AdmittanceParams, admittance_step
 from orbitree.skills.capture import envelope_error
@@ -61,7 +63,8 @@ class AdmittanceDockParams(MotionParams):
     stiffness: Six = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     dead_band: DeadBand = DeadBand()
     seated: Seated = Seated()
-    max_speed: Speed = Field(0.02, gt=0.0)
+    max_speed: Speed = Field(0.02, gt=0.0, description="limit on the commanded TCP speed")
+    max_angular_speed: AngularSpeed = Field(0.2, gt=0.0, description="limit on the commanded TCP rotation rate")
     acceleration: float = Field(2.0, gt=0.0, description="speed_l acceleration, m/s²")
     timeout: Duration = Field(20.0, gt=0.0)
 
@@ -88,14 +91,15 @@ class AdmittanceDock(MotionLeaf):
             force_dead_band=p.dead_band.force, torque_dead_band=p.dead_band.torque,
         )
 
-    def initialise(self) -> None:
+    def start(self) -> Status:
         self.twist = np.zeros(6)
         self.offset = np.zeros(6)
         self.seated_since: float | None = None
         self.deadline = self.ctx.now + self.params.timeout
         self.peak_force = 0.0
+        return Status.RUNNING
 
-    def update(self) -> Status:
+    def running(self) -> Status:
         tcp2base = self.read(self.robot_key("tcp_pose"))
         wrench = wrench_tcp_to_base(self.read(self.robot_key("wrench")), tcp2base)
         self.peak_force = max(self.peak_force, float(np.linalg.norm(wrench[:3])))
@@ -105,19 +109,14 @@ class AdmittanceDock(MotionLeaf):
         error = envelope_error(tcp2base, target).si()
         self.write("/dock/error", error)
         if self._seated(wrench, error):
-            self.robot.stop()
-            self.moving = False
             self.feedback_message = "seated"
             return Status.SUCCESS
         if self.ctx.now >= self.deadline:
-            self.robot.stop()
-            self.moving = False
             self.feedback_message = f"not seated after {self.params.timeout:g} s"
             return Status.FAILURE
         self.twist, self.offset = admittance_step(wrench, self.twist, self.offset, self.ctx.period, self.law)
-        command = saturate_twist(self.twist, self.params.max_speed, 10 * self.params.max_speed)
-        self.robot.speed_l(command, self.params.acceleration)
-        self.moving = True
+        command = saturate_twist(self.twist, self.params.max_speed, self.params.max_angular_speed)
+        self.speed_l(command, self.params.acceleration)
         self.feedback_message = f"|F| = {np.linalg.norm(wrench[:3]):.1f} N, z = {error[2] * 1e3:.2f} mm"
         return Status.RUNNING
 

@@ -103,18 +103,17 @@ class Approach(MotionLeaf):
         aim[2, 3] += self.params.back_off
         self.desired = np.linalg.inv(aim @ self.cam2tcp)  # the board as the camera sees it there
 
-    def initialise(self) -> None:
+    def start(self) -> Status:
         self.over = 0  # consecutive fresh wrist readings above the contact guard
+        return Status.RUNNING
 
-    def update(self) -> Status:
+    def running(self) -> Status:
         if self._unexpected_contact():
-            self._stop()
             return Status.FAILURE
         t = f"/target/{self.params.target}/"
         last_seen = self.read(t + "last_seen")
         if last_seen is None or self.ctx.now - last_seen > self.params.lost_after:
             self.feedback_message = "target lost"
-            self._stop()
             return Status.FAILURE
         tcp2base = self.read(self.robot_key("tcp_pose"))
         cam2base = tcp2base @ self.cam2tcp
@@ -125,12 +124,10 @@ class Approach(MotionLeaf):
         self.write("/servo/gain", command.gain)
         if command.error_norm < self.params.tolerance:
             self.feedback_message = f"converged: ‖e‖ = {command.error_norm:.5f}"
-            self._stop()
             return Status.SUCCESS
         twist = camera_to_tcp_twist(command.twist, self.cam2tcp, tcp2base)
         twist = saturate_twist(twist, self.params.max_speed, self.params.max_angular_speed)
-        self.robot.speed_l(twist, self.params.acceleration)
-        self.moving = True
+        self.speed_l(twist, self.params.acceleration)
         self.feedback_message = f"‖e‖ = {command.error_norm:.4f}, λ = {command.gain:.2f}"
         return Status.RUNNING
 
@@ -153,8 +150,3 @@ class Approach(MotionLeaf):
         self.ctx.event("unexpected_contact", node=self.name, robot=self.params.robot,
                        force_n=round(force, 3), torque_nm=round(torque, 4))
         return True
-
-    def _stop(self) -> None:
-        if self.moving:
-            self.robot.stop()
-            self.moving = False

@@ -7,8 +7,9 @@ YAML::
 The envelope error (``orbitree.skills.capture``: the TCP's offset from its docked pose, in the
 target frame, mm and deg) is computed from the arm's pose and the latest vision estimate of the
 target. Inside the envelope the hooks are closed and the leaf runs until the latch reports
-CLOSED (SUCCESS) or FAULT / ``timeout`` (FAILURE, hooks reopened). Outside it the hooks are not
-touched and the leaf fails at once, naming the axes out of range. The error is written to
+CLOSED (SUCCESS) or FAULT / ``timeout`` (FAILURE); failed or halted before CLOSED, it reopens
+them. Outside it the hooks are not touched and the leaf fails at once, naming the axes out of
+range. The error is written to
 ``/capture/error`` and to the run summary (``final_error``, ``in_capture_envelope``); in the
 simulated world the summary also gets the error against ground truth (``final_error_true``,
 ``in_capture_envelope_true``), which the leaf never acts on.
@@ -22,7 +23,7 @@ from pydantic import Field
 from orbitree.drivers.interfaces import LatchState
 from orbitree.language.quantities import Duration
 from orbitree.nodes.motion import MotionLeaf, MotionParams
-from orbitree.skills.capture import ENVELOPES, envelope_error, violated_axes
+from orbitree.skills.capture import ENVELOPES, EnvelopeError, envelope_error, violated_axes
 
 Status = py_trees.common.Status
 
@@ -48,52 +49,42 @@ class Capture(MotionLeaf):
 
     def setup(self, **kwargs: object) -> None:
         super().setup(**kwargs)
-        if self.device.latch is None:
-            raise RuntimeError(f"capture needs a latch on robot {self.params.robot!r}")
-        self.latch = self.device.latch
+        self.latch = self.require_latch()
         self.envelope = ENVELOPES[self.params.envelope]
 
-    def initialise(self) -> None:
+    def start(self) -> Status:
         target = self.read(f"/target/{self.params.target}/pose_base")
         error = envelope_error(self.read(self.robot_key("tcp_pose")), target.matrix)
-        self.outside = violated_axes(self.envelope, error)
-        self.write("/capture/error", error.as_dict())
-        self.write("/capture/inside", not self.outside)
-        self.ctx.summary["final_error"] = {k: round(v, 4) for k, v in error.as_dict().items()}
-        self.ctx.summary["in_capture_envelope"] = not self.outside
-        world = self.ctx.world
-        if world is not None:  # simulation: the error against ground truth, for reports only
-            truth = envelope_error(world.tool_pose(self.params.robot), world.target_pose(self.params.target))
-            self.ctx.summary["final_error_true"] = {k: round(v, 4) for k, v in truth.as_dict().items()}
-            self.ctx.summary["in_capture_envelope_true"] = not violated_axes(self.envelope, truth)
-        self.closing = not self.outside
-        if self.closing:
-            self.ctx.command(self.params.robot, "latch_close")
-            self.latch.close()
-            self.deadline = self.ctx.now + self.params.timeout
-
-    def update(self) -> Status:
-        if self.outside:
-            self.feedback_message = f"outside the capture envelope on {', '.join(self.outside)}"
+        outside = violated_axes(self.envelope, error)
+        self._record(error, inside=not outside)
+        if outside:
+            self.feedback_message = f"outside the capture envelope on {', '.join(outside)}"
             return Status.FAILURE
+        self.latch.close()
+        self.commanded("hooks", self.latch.open, "reopened")  # reopened unless they close
+        self.deadline = self.ctx.now + self.params.timeout
+        return Status.RUNNING
+
+    def running(self) -> Status:
         state = self.latch.state()
         if state == LatchState.CLOSED:
-            self.closing = False
+            self.finished("hooks")
             self.feedback_message = "hooks closed"
             return Status.SUCCESS
         if state == LatchState.FAULT or self.ctx.now >= self.deadline:
             self.feedback_message = f"hooks did not close ({state.name.lower()})"
-            self._reopen()
             return Status.FAILURE
         self.feedback_message = f"hooks {state.name.lower()}"
         return Status.RUNNING
 
-    def terminate(self, new_status: Status) -> None:
-        if new_status == Status.INVALID and self.closing:
-            self._reopen()
-        super().terminate(new_status)
-
-    def _reopen(self) -> None:
-        self.closing = False
-        self.ctx.command(self.params.robot, "latch_open")
-        self.latch.open()
+    def _record(self, error: EnvelopeError, inside: bool) -> None:
+        """The error on the blackboard and in the summary; in simulation also against ground truth."""
+        self.write("/capture/error", error.as_dict())
+        self.write("/capture/inside", inside)
+        self.ctx.summary["final_error"] = {k: round(v, 4) for k, v in error.as_dict().items()}
+        self.ctx.summary["in_capture_envelope"] = inside
+        world = self.ctx.world
+        if world is not None:  # for reports only: the leaf never acts on ground truth
+            truth = envelope_error(world.tool_pose(self.params.robot), world.target_pose(self.params.target))
+            self.ctx.summary["final_error_true"] = {k: round(v, 4) for k, v in truth.as_dict().items()}
+            self.ctx.summary["in_capture_envelope_true"] = not violated_axes(self.envelope, truth)

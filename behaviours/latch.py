@@ -18,39 +18,36 @@ import py_trees
 from pydantic import Field
 
 from orbitree.drivers.interfaces import LatchState
-from orbitree.language.params import NodeParams
 from orbitree.language.quantities import Duration
-from orbitree.nodes.leaf import Leaf
+from orbitree.nodes.motion import MotionLeaf, MotionParams
 
 Status = py_trees.common.Status
 
 
-class LatchParams(NodeParams):
+class LatchParams(MotionParams):
     robot: str = Field(description="the arm whose hooks move")
     action: Literal["open", "close"]
     timeout: Duration = Field(3.0, gt=0.0)
 
 
-class Latch(Leaf):
+class Latch(MotionLeaf):
     kind = "latch"
     Params = LatchParams
     params: LatchParams
 
     def setup(self, **kwargs: object) -> None:
-        device = self.ctx.drivers[self.params.robot]
-        if device.latch is None:
-            raise RuntimeError(f"robot {self.params.robot!r} has no latch")
-        self.latch = device.latch
+        super().setup(**kwargs)
+        self.latch = self.require_latch()
+        self.wanted = LatchState.OPEN if self.params.action == "open" else LatchState.CLOSED
 
-    def initialise(self) -> None:
-        self.ctx.command(self.params.robot, f"latch_{self.params.action}")
-        getattr(self.latch, self.params.action)()
+    def start(self) -> Status:
+        getattr(self.latch, self.params.action)()  # left to finish if the leaf is halted
         self.deadline = self.ctx.now + self.params.timeout
+        return Status.RUNNING
 
-    def update(self) -> Status:
+    def running(self) -> Status:
         state = self.latch.state()
-        wanted = LatchState.OPEN if self.params.action == "open" else LatchState.CLOSED
-        if state == wanted:
+        if state == self.wanted:
             self.feedback_message = f"hooks {state.name.lower()}"
             return Status.SUCCESS
         if state == LatchState.FAULT or self.ctx.now >= self.deadline:

@@ -16,22 +16,17 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-import py_trees
 from pydantic import Field, field_validator
 
-from orbitree.language.quantities import Duration, Speed
-from orbitree.nodes.motion import MotionLeaf, MotionParams
+from orbitree.language.quantities import Speed
+from orbitree.nodes.motion import WaypointLeaf, WaypointParams
 from orbitree.skills.relocate import DEFAULT_MOVES, parse_move, shifted_tcp
 
-Status = py_trees.common.Status
 
-
-class RelocateParams(MotionParams):
-    target: str
+class RelocateParams(WaypointParams):
     moves: list[str] = Field(list(DEFAULT_MOVES), min_length=1, description="e.g. 'x+100 mm'")
     frame: Literal["base", "camera"] = "base"
     speed: Speed = Field(0.1, gt=0.0)
-    dwell: Duration = Field(0.3, ge=0.0)
 
     @field_validator("moves")
     @classmethod
@@ -41,46 +36,27 @@ class RelocateParams(MotionParams):
         return moves
 
 
-class Relocate(MotionLeaf):
+class Relocate(WaypointLeaf):
     kind = "relocate"
     Params = RelocateParams
     params: RelocateParams
 
     @classmethod
     def reads(cls, params: RelocateParams) -> list[str]:
-        return [f"/target/{params.target}/visible", f"/robot/{params.robot}/tcp_pose"]
+        return [*super().reads(params), f"/robot/{params.robot}/tcp_pose"]
 
-    def initialise(self) -> None:
-        self.origin = np.array(self.read(self.robot_key("tcp_pose")))
-        self.shifts = [parse_move(m) for m in self.params.moves]
-        self.index = 0
-        self.dwell_until: float | None = None
-        self._go()
+    def plan(self) -> tuple[list[np.ndarray], int]:
+        self.origin = np.array(self.read(self.robot_key("tcp_pose")))  # where the target was lost
+        return [parse_move(m) for m in self.params.moves], 0
 
-    def _go(self) -> None:
+    def go(self, index: int) -> None:
         cam2tcp = self.device.cam2tcp if self.device.cam2tcp is not None else np.eye(4)
-        goal = shifted_tcp(self.origin, cam2tcp, self.shifts[self.index], self.params.frame)
-        self.robot.move_l(goal, self.params.speed, 0.5)
-        self.moving = True
-        self.feedback_message = f"move {self.params.moves[self.index]}"
+        goal = shifted_tcp(self.origin, cam2tcp, self.waypoints[index], self.params.frame)
+        self.move_l(goal, self.params.speed, 0.5)
+        self.feedback_message = f"move {self.params.moves[index]}"
 
-    def update(self) -> Status:
-        if self.read(f"/target/{self.params.target}/visible"):
-            self.robot.stop()
-            self.moving = False
-            self.feedback_message = f"target seen again during {self.params.moves[self.index]}"
-            return Status.SUCCESS
-        if not self.robot.motion_done():
-            return Status.RUNNING
-        if self.dwell_until is None:
-            self.dwell_until = self.ctx.now + self.params.dwell
-        if self.ctx.now < self.dwell_until - 1e-9:
-            return Status.RUNNING
-        self.dwell_until = None
-        self.index += 1
-        if self.index >= len(self.shifts):
-            self.moving = False
-            self.feedback_message = "target not seen from any relocation pose"
-            return Status.FAILURE
-        self._go()
-        return Status.RUNNING
+    def seen(self) -> None:
+        self.feedback_message = f"target seen again during {self.params.moves[self.index]}"
+
+    def missed(self) -> None:
+        self.feedback_message = "target not seen from any relocation pose"

@@ -39,24 +39,21 @@ class Retract(MotionLeaf):
     def reads(cls, params: RetractParams) -> list[str]:
         return [f"/robot/{params.robot}/tcp_pose", f"/robot/{params.robot}/protective_stop"]
 
-    def initialise(self) -> None:
-        self.started = False
-
-    def update(self) -> Status:
-        if self.read(self.robot_key("protective_stop")):
-            self.feedback_message = "protective stop: not retracting"
+    def start(self) -> Status:
+        if self._protective_stop():
             return Status.FAILURE
-        if not self.started:
-            goal = np.array(self.read(self.robot_key("tcp_pose")), dtype=float)
-            goal[:3, 3] -= goal[:3, 2] * self.params.distance
-            self.goal = goal
-            self.robot.move_l(goal, self.params.speed, self.params.acceleration)
-            self.moving = self.started = True
-            self.feedback_message = f"retracting {self.params.distance * 1e3:.0f} mm"
+        goal = np.array(self.read(self.robot_key("tcp_pose")), dtype=float)
+        goal[:3, 3] -= goal[:3, 2] * self.params.distance
+        self.goal = goal
+        self.move_l(goal, self.params.speed, self.params.acceleration)
+        self.feedback_message = f"retracting {self.params.distance * 1e3:.0f} mm"
+        return Status.RUNNING
+
+    def running(self) -> Status:
+        if self._protective_stop():
+            return Status.FAILURE
+        if not self.arrived():
             return Status.RUNNING
-        if not self.robot.motion_done():
-            return Status.RUNNING
-        self.moving = False
         reached = np.array(self.read(self.robot_key("tcp_pose")), dtype=float)
         miss = float(np.linalg.norm(reached[:3, 3] - self.goal[:3, 3]))
         if miss > REACHED_M:  # the move was lost (a dropped link) or cut short
@@ -64,3 +61,9 @@ class Retract(MotionLeaf):
             return Status.FAILURE
         self.feedback_message = "retracted"
         return Status.SUCCESS
+
+    def _protective_stop(self) -> bool:
+        stopped = bool(self.read(self.robot_key("protective_stop")))
+        if stopped:
+            self.feedback_message = "protective stop: not retracting"
+        return stopped

@@ -21,14 +21,12 @@ there (``resume: true``). It fails once the whole sweep has been covered without
 from __future__ import annotations
 
 import numpy as np
-import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
-from orbitree.language.quantities import AngleDeg, AngularSpeed, Duration, Length
-from orbitree.nodes.motion import MotionLeaf, MotionParams
+from orbitree.language.quantities import AngleDeg, AngularSpeed, Length
+from orbitree.nodes.motion import WaypointLeaf, WaypointParams
 from orbitree.skills.search import resume_index, table_sweep
 
-Status = py_trees.common.Status
 RESUME_KEY = "/search/resume_q"
 
 
@@ -40,23 +38,21 @@ class Sweep(BaseModel):
     spacing: Length = Field(0.2, gt=0.0, description="distance between camera positions")
 
 
-class SearchParams(MotionParams):
-    target: str
+class SearchParams(WaypointParams):
     sweep: Sweep | list[tuple[AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg]]
-    dwell: Duration = Field(0.3, ge=0.0)
     speed: AngularSpeed = Field(1.0, gt=0.0, description="joint speed of the sweep moves")
     acceleration: float = Field(2.0, gt=0.0, description="joint acceleration, rad/s²")
     resume: bool = Field(True, description="start from the configuration of the last search")
 
 
-class Search(MotionLeaf):
+class Search(WaypointLeaf):
     kind = "search"
     Params = SearchParams
     params: SearchParams
 
     @classmethod
     def reads(cls, params: SearchParams) -> list[str]:
-        return [f"/target/{params.target}/visible", f"/robot/{params.robot}/q", RESUME_KEY]
+        return [*super().reads(params), f"/robot/{params.robot}/q", RESUME_KEY]
 
     @classmethod
     def writes(cls, params: SearchParams) -> list[str]:
@@ -64,7 +60,13 @@ class Search(MotionLeaf):
 
     def setup(self, **kwargs: object) -> None:
         super().setup(**kwargs)
-        self.sweep: list[np.ndarray] | None = None
+        self.sweep: list[np.ndarray] | None = None  # planned on the first run, kept for the next
+
+    def plan(self) -> tuple[list[np.ndarray], int]:
+        if self.sweep is None:
+            self.sweep = self._configurations()
+        resume_q = self.read(RESUME_KEY) if self.params.resume else None
+        return self.sweep, resume_index(self.sweep, resume_q)
 
     def _configurations(self) -> list[np.ndarray]:
         sweep = self.params.sweep
@@ -77,38 +79,14 @@ class Search(MotionLeaf):
             cam2tcp, spec.tool.matrix(), np.array(self.read(self.robot_key("q"))),
         )
 
-    def initialise(self) -> None:
-        if self.sweep is None:
-            self.sweep = self._configurations()
-        resume_q = self.read(RESUME_KEY) if self.params.resume else None
-        self.index = resume_index(self.sweep, resume_q)
-        self.dwell_until: float | None = None
-        self._go()
+    def go(self, index: int) -> None:
+        self.move_j(self.waypoints[index], self.params.speed, self.params.acceleration)
+        self.feedback_message = f"configuration {index + 1}/{len(self.waypoints)}"
 
-    def _go(self) -> None:
-        self.robot.move_j(self.sweep[self.index], self.params.speed, self.params.acceleration)
-        self.moving = True
-        self.feedback_message = f"configuration {self.index + 1}/{len(self.sweep)}"
+    def seen(self) -> None:
+        self.write(RESUME_KEY, np.array(self.read(self.robot_key("q"))))
+        self.feedback_message = f"target seen at configuration {self.index + 1}"
 
-    def update(self) -> Status:
-        if self.read(f"/target/{self.params.target}/visible"):
-            self.robot.stop()
-            self.moving = False
-            self.write(RESUME_KEY, np.array(self.read(self.robot_key("q"))))
-            self.feedback_message = f"target seen at configuration {self.index + 1}"
-            return Status.SUCCESS
-        if not self.robot.motion_done():
-            return Status.RUNNING
-        if self.dwell_until is None:
-            self.dwell_until = self.ctx.now + self.params.dwell
-        if self.ctx.now < self.dwell_until - 1e-9:
-            return Status.RUNNING
-        self.dwell_until = None
-        self.index += 1
-        if self.index >= len(self.sweep):
-            self.moving = False
-            self.write(RESUME_KEY, None)
-            self.feedback_message = "swept the whole area without seeing the target"
-            return Status.FAILURE
-        self._go()
-        return Status.RUNNING
+    def missed(self) -> None:
+        self.write(RESUME_KEY, None)
+        self.feedback_message = "swept the whole area without seeing the target"

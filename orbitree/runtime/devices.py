@@ -11,13 +11,14 @@ hardware run on the wall clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, Robot
+from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, LatchState, Robot
 from orbitree.language.keys import robot_key
 from orbitree.language.loader import calibration_path
 from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
@@ -54,6 +55,32 @@ class RecordingRobot:
         return call
 
 
+class RecordingLatch:
+    """Forwards to a ``Latch``; ``close`` and ``open`` are also written to the tick's ``cmd``
+    record (device: the latch's name), as the arm's commands are."""
+
+    def __init__(self, latch: Latch, ctx: Context) -> None:
+        self.inner = latch  # the latch the commands go to
+        self._ctx = ctx
+        self.name = latch.name
+
+    def close(self) -> None:
+        self._send("close", self.inner.close)
+
+    def open(self) -> None:
+        self._send("open", self.inner.open)
+
+    def state(self) -> LatchState:
+        return self.inner.state()
+
+    def _send(self, name: str, command: Callable[[], None]) -> None:
+        self._ctx.command(self.name, name)
+        try:
+            command()
+        except DriverDisconnected as exc:  # lost, as an arm's command is (RecordingRobot)
+            self._ctx.event("command_lost", robot=self.name, call=name, error=str(exc))
+
+
 @dataclass
 class RobotDevice:
     name: str
@@ -71,6 +98,12 @@ class RobotDevice:
         self.max_tcp_speed = 0.0
         self.max_force = 0.0
         self._wrench_stamp: float | None = None
+
+    @property
+    def recording_latch(self) -> RecordingLatch | None:
+        """The hooks, their commands journalled; wraps the latch of the moment (a fault injector
+        replaces ``latch`` after the devices are built, before the leaves' ``setup``)."""
+        return None if self.latch is None else RecordingLatch(self.latch, self.ctx)
 
     def keys(self) -> list[str]:
         return self.spec.keys(self.name)
