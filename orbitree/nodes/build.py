@@ -38,9 +38,7 @@ class BuiltTree:
                     "kind": spec.kind,
                     "parent": parent,
                     "where": spec.where(),
-                    "params": spec.params.model_dump(
-                        mode="json", exclude={"name", "children", "child"}, exclude_defaults=True
-                    ),
+                    "params": _as_written(spec),
                 }
             )
         return out
@@ -49,6 +47,13 @@ class BuiltTree:
     def phase_ids(self, names: list[str] | None = None) -> list[int]:
         """Node ids of the mission's top-level phases: :func:`orbitree.nodes.structure.phase_ids`."""
         return phase_ids(self.structure(), names)
+
+
+def _as_written(spec: NodeSpec) -> dict:
+    """The parameters that differ from their defaults, each as the author wrote it (``20 deg/s``,
+    not its value in rad/s): what the log header and the views show."""
+    dumped = spec.params.model_dump(mode="json", exclude={"name", "children", "child"}, exclude_defaults=True)
+    return {key: spec.written.get(key, value) for key, value in dumped.items()}
 
 
 def build_tree(root: NodeSpec, ctx: Context) -> BuiltTree:

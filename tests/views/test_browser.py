@@ -138,10 +138,13 @@ def test_live_page_shows_the_tree_running_then_success_blackboard_and_pause_step
     assert status_of(page, "wrist sensor settle") == "RUNNING"
 
     # pause: the tick count stops
-    page.click("#btn-pause")
-    page.wait_for_function("/^paused before tick \\d+$/.test(document.querySelector('#run-state').textContent)")
-    assert re.fullmatch(r"paused before tick \d+", page.inner_text("#run-state"))
-    paused_at = tick(page)
+    page.click("#btn-pause")  # (not the 'paused before tick 0' of the start, should the page lag)
+    page.wait_for_function(
+        "/^paused before tick [1-9]\\d*$/.test(document.querySelector('#run-state').textContent)")
+    held = re.fullmatch(r"paused before tick (\d+)", page.inner_text("#run-state"))
+    assert held
+    paused_at = int(held[1]) - 1  # the last tick ran; its update may reach the page just after the hold's
+    page.wait_for_function(f"document.querySelector('#tick').textContent == '{paused_at}'")
     time.sleep(0.6)
     assert tick(page) == paused_at
     # step: exactly one more tick
@@ -215,7 +218,8 @@ def test_docking_mission_tree_with_plots(page, serve):
         page.wait_for_function("window.orbitree.state.tick.t > 6", timeout=120_000)
         page.click("#btn-pause")
         page.wait_for_selector("#run-state:has-text('paused before tick')")
-        page.locator('g.node[data-kind="approach"][data-status="RUNNING"]').first.click()
+        page.click("#btn-fit")  # a tree too big to show whole: the view goes to where it runs
+        page.locator('g.node[data-kind="approach"][data-status="RUNNING"]').last.click()
         page.wait_for_function("+document.querySelector('#plot-servo-t').dataset.points > 100")
         time.sleep(0.5)
         SCREENSHOT.parent.mkdir(exist_ok=True)
@@ -240,3 +244,28 @@ def final_statuses(log) -> list[tuple[str, str]]:
     for _, i, status in log.status_trace():
         final[i] = status
     return [(n["name"], final.get(n["id"], "INVALID")) for n in log.header["nodes"]]
+
+
+@pytest.mark.skipif(not SIROM.exists(), reason="missions/sirom_dock.yaml is not there")
+def test_labels_are_legible_at_1600x1000_and_a_leafs_feedback_is_shown_whole(page, serve):
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    served = serve("run", str(SIROM.relative_to(ROOT)), "--view", "web", "--paused")
+    page.goto(served.url)
+    page.wait_for_selector("g.node")
+    for n in range(3):  # one step at a time: a step asked for while one is under way is not queued
+        page.click("#btn-step")
+        page.wait_for_function(f"document.querySelector('#tick').textContent == '{n}'")
+    # the fitted 41-node tree: every name drawn at least ~12 px tall on screen
+    heights = page.eval_on_selector_all("g.node text.name",
+                                        "els => els.map(e => e.getBoundingClientRect().height)")
+    visible = [h for h in heights if h > 0]
+    assert len(visible) >= 10 and min(visible) >= 12.0, sorted(visible)[:5]
+    # the running leaf's feedback has its own line, and the whole text in its tooltip
+    shown = page.evaluate("""() => [...document.querySelectorAll('g.node[data-status="RUNNING"]')]
+        .map(g => [+g.dataset.id, g.querySelector('text.feedback').textContent,
+                   g.querySelector('title').textContent.split('\\n').slice(1).join('\\n')])""")
+    feedback = page.evaluate("window.orbitree.state.feedback")
+    leaves = [(i, line, tip) for i, line, tip in shown if feedback[i]]
+    assert leaves, shown
+    for i, line, tip in leaves:
+        assert tip == feedback[i] and line and feedback[i].startswith(line.rstrip("…"))

@@ -10,7 +10,8 @@
   const SVG = "http://www.w3.org/2000/svg";
   const COMPOSITES = { sequence: "→", fallback: "?", parallel: "⇉" };
   const DECORATORS = new Set(["retry", "repeat", "timeout", "inverter", "one_shot", "rate_limit", "guard"]);
-  const NODE_W = 190, NODE_H = 40, COL_W = 232, ROW_H = 50;
+  const NODE_W = 230, NODE_H = 54, COL_W = 272, ROW_H = 64;
+  const MIN_SCALE = 0.9;  // fitting a big tree never shrinks labels below ~11 px: pan instead
   const COLORS = ["#2f6fd6", "#d6452f", "#2c9a4e", "#a63ad6", "#e8a200", "#16a3b8"];
 
   const S = {
@@ -302,15 +303,18 @@
         class: `node cat-${cat}`, transform: `translate(${p.x},${p.y})`,
         "data-id": node.id, "data-name": node.name, "data-kind": node.kind, "data-status": "INVALID",
       }, group);
-      el("title", {}, g).textContent = `${node.name} (${node.kind}) ${node.where || ""}`;
+      const tip = el("title", {}, g);  // the node, where it is written, and its whole feedback
+      tip.dataset.base = `${node.name} (${node.kind}) ${node.where || ""}`;
+      tip.textContent = tip.dataset.base;
       el("rect", { class: "box", width: NODE_W, height: NODE_H, rx: cat === "leaf" ? 10 : 4 }, g);
       el("rect", { class: "stripe", x: 0, y: 0, width: 5, height: NODE_H, rx: 2 }, g);
       const glyph = COMPOSITES[node.kind];
       const textX = glyph ? 26 : 12;
-      if (glyph) el("text", { class: "glyph", x: 11, y: 25 }, g).textContent = glyph;
-      el("text", { class: "name", x: textX, y: 17 }, g).textContent = shorten(node.name, 24);
-      const kind = el("text", { class: "kind", x: textX, y: 32 }, g);
+      if (glyph) el("text", { class: "glyph", x: 11, y: 32 }, g).textContent = glyph;
+      el("text", { class: "name", x: textX, y: 18 }, g).textContent = shorten(node.name, 26);
+      const kind = el("text", { class: "kind", x: textX, y: 33 }, g);
       kind.textContent = node.kind;
+      const feedback = el("text", { class: "feedback", x: textX, y: 47 }, g);
       let badge = null;
       if (S.children[node.id].length) {
         const collapsed = S.collapsed.has(node.id);
@@ -329,7 +333,7 @@
       }
       const bp = el("circle", { class: "bp", cx: 0, cy: 0, r: 6 }, g);
       g.addEventListener("click", () => { S.selected = node.id; schedule("state"); });
-      nodeEls[node.id] = { g, kind, bp, badge, node, shown: "" };
+      nodeEls[node.id] = { g, kind, feedback, tip, bp, badge, node, shown: null };
     }
     content = { w: depth + NODE_W + 60, h: Math.max(rows, 1) * ROW_H };
     applyView();
@@ -353,9 +357,13 @@
       item.g.classList.toggle("selected", S.selected === id);
       item.g.classList.toggle("hidden-running", hidden.has(id));
       item.bp.style.display = breakpoints.has(id) ? "" : "none";
-      const fb = status === "RUNNING" && S.feedback[id] ? `${item.node.kind} · ${S.feedback[id]}` : item.node.kind;
-      const shown = shorten(fb, 30);
-      if (item.shown !== shown) { item.kind.textContent = shown; item.shown = shown; }
+      // a leaf says what it is doing on its own line (the whole text in the tooltip and the detail panel)
+      const fb = S.feedback[id] && status !== "INVALID" ? S.feedback[id] : "";
+      if (item.shown !== fb) {
+        item.feedback.textContent = shorten(fb, 34);
+        item.tip.textContent = fb ? `${item.tip.dataset.base}\n${fb}` : item.tip.dataset.base;
+        item.shown = fb;
+      }
       const edge = edgeEls[id];
       if (edge) edge.classList.toggle("running", status === "RUNNING");
     }
@@ -369,8 +377,20 @@
     const box = treeSvg.getBoundingClientRect();
     const pad = 20;
     const w = content.w + 2 * pad, h = content.h + 2 * pad;
-    const scale = Math.min(1.35, box.width / w || 1, box.height / h || 1);  // a small tree stays legible
+    // a small tree is enlarged up to 1.35; a big one shrinks no further than MIN_SCALE (pan and zoom)
+    const fits = Math.min(1.35, box.width / w || 1, box.height / h || 1);
+    const scale = Math.max(MIN_SCALE, fits);
     view = { x: -pad, y: -pad, w: box.width / scale || w, h: box.height / scale || h };
+    if (fits < MIN_SCALE) {  // too big to show whole: show where the tree is running
+      const running = S.nodes.filter((n) => S.statuses[n.id] === "RUNNING" && nodeEls[n.id]);
+      const at = running.length ? running[running.length - 1] : null;  // the deepest, in pre-order
+      const g = at && nodeEls[at.id].g.transform.baseVal.consolidate();
+      if (g) {
+        const { e: x, f: y } = g.matrix;
+        view.x = Math.min(Math.max(-pad, x + NODE_W / 2 - view.w / 2), content.w + pad - view.w);
+        view.y = Math.min(Math.max(-pad, y + NODE_H / 2 - view.h / 2), content.h + pad - view.h);
+      }
+    }
     applyView();
   }
 
