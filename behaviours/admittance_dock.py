@@ -30,6 +30,7 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
+from orbitree.language.keys import robot_key, target_key
 from orbitree.language.quantities import Angle, AngularSpeed, Duration, Force, Length, Speed, Torque
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.admittance import AdmittanceParams, admittance_step
@@ -76,8 +77,8 @@ class AdmittanceDock(MotionLeaf):
 
     @classmethod
     def reads(cls, params: AdmittanceDockParams) -> list[str]:
-        r = f"/robot/{params.robot}/"
-        return [r + "wrench", r + "tcp_pose", f"/target/{params.target}/pose_base"]
+        return [robot_key(params.robot, "wrench"), robot_key(params.robot, "tcp_pose"),
+                target_key(params.target, "pose_base")]
 
     @classmethod
     def writes(cls, params: AdmittanceDockParams) -> list[str]:
@@ -105,7 +106,7 @@ class AdmittanceDock(MotionLeaf):
         self.peak_force = max(self.peak_force, float(np.linalg.norm(wrench[:3])))
         self.ctx.summary["dock_peak_force_n"] = round(self.peak_force, 3)
         self.write("/dock/wrench_base", wrench)
-        target = self.read(f"/target/{self.params.target}/pose_base").matrix
+        target = self.read(target_key(self.params.target, "pose_base")).matrix
         error = envelope_error(tcp2base, target).si()
         self.write("/dock/error", error)
         if self._seated(wrench, error):

@@ -39,6 +39,8 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
+from orbitree.language.keys import SERVO_ERROR, SERVO_ERROR_NORM, SERVO_GAIN, robot_key, target_key
+from orbitree.language.params import EnvelopeName
 from orbitree.language.quantities import AngularSpeed, Duration, Force, Length, Speed, Torque
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
@@ -64,7 +66,7 @@ class ContactGuard(BaseModel):
 
 class ApproachParams(MotionParams):
     target: str
-    envelope: str = Field("sirom", description="capture envelope (docked pose and standoff)")
+    envelope: EnvelopeName = Field("sirom", description="capture envelope (docked pose and standoff)")
     gain: GainParams = GainParams()
     max_speed: Speed = Field(0.1, gt=0.0)
     max_angular_speed: AngularSpeed = Field(0.35, gt=0.0)
@@ -84,13 +86,13 @@ class Approach(MotionLeaf):
 
     @classmethod
     def reads(cls, params: ApproachParams) -> list[str]:
-        t = f"/target/{params.target}/"
-        keys = [t + "pose_base", t + "last_seen", f"/robot/{params.robot}/tcp_pose"]
-        return keys + ([f"/robot/{params.robot}/wrench"] if params.contact_guard is not None else [])
+        keys = [target_key(params.target, "pose_base"), target_key(params.target, "last_seen"),
+                robot_key(params.robot, "tcp_pose")]
+        return keys + ([robot_key(params.robot, "wrench")] if params.contact_guard is not None else [])
 
     @classmethod
     def writes(cls, params: ApproachParams) -> list[str]:
-        return ["/servo/error", "/servo/error_norm", "/servo/gain"]
+        return [SERVO_ERROR, SERVO_ERROR_NORM, SERVO_GAIN]
 
     def setup(self, **kwargs: object) -> None:
         super().setup(**kwargs)
@@ -110,18 +112,17 @@ class Approach(MotionLeaf):
     def running(self) -> Status:
         if self._unexpected_contact():
             return Status.FAILURE
-        t = f"/target/{self.params.target}/"
-        last_seen = self.read(t + "last_seen")
+        last_seen = self.read(target_key(self.params.target, "last_seen"))
         if last_seen is None or self.ctx.now - last_seen > self.params.lost_after:
             self.feedback_message = "target lost"
             return Status.FAILURE
         tcp2base = self.read(self.robot_key("tcp_pose"))
         cam2base = tcp2base @ self.cam2tcp
-        board2cam = np.linalg.solve(cam2base, self.read(t + "pose_base").matrix)
+        board2cam = np.linalg.solve(cam2base, self.read(target_key(self.params.target, "pose_base")).matrix)
         command = camera_velocity(board2cam, self.desired, self.gain)
-        self.write("/servo/error", command.error)
-        self.write("/servo/error_norm", command.error_norm)
-        self.write("/servo/gain", command.gain)
+        self.write(SERVO_ERROR, command.error)
+        self.write(SERVO_ERROR_NORM, command.error_norm)
+        self.write(SERVO_GAIN, command.gain)
         if command.error_norm < self.params.tolerance:
             self.feedback_message = f"converged: ‖e‖ = {command.error_norm:.5f}"
             return Status.SUCCESS

@@ -21,6 +21,8 @@ import py_trees
 from pydantic import Field
 
 from orbitree.drivers.interfaces import LatchState
+from orbitree.language.keys import robot_key, target_key
+from orbitree.language.params import EnvelopeName
 from orbitree.language.quantities import Duration
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.capture import ENVELOPES, EnvelopeError, envelope_error, violated_axes
@@ -30,7 +32,7 @@ Status = py_trees.common.Status
 
 class CaptureParams(MotionParams):
     target: str
-    envelope: str = Field("sirom", description="capture envelope to check")
+    envelope: EnvelopeName = Field("sirom", description="capture envelope to check")
     timeout: Duration = Field(5.0, gt=0.0, description="give up if the hooks have not closed")
 
 
@@ -41,7 +43,7 @@ class Capture(MotionLeaf):
 
     @classmethod
     def reads(cls, params: CaptureParams) -> list[str]:
-        return [f"/target/{params.target}/pose_base", f"/robot/{params.robot}/tcp_pose"]
+        return [target_key(params.target, "pose_base"), robot_key(params.robot, "tcp_pose")]
 
     @classmethod
     def writes(cls, params: CaptureParams) -> list[str]:
@@ -53,7 +55,7 @@ class Capture(MotionLeaf):
         self.envelope = ENVELOPES[self.params.envelope]
 
     def start(self) -> Status:
-        target = self.read(f"/target/{self.params.target}/pose_base")
+        target = self.read(target_key(self.params.target, "pose_base"))
         error = envelope_error(self.read(self.robot_key("tcp_pose")), target.matrix)
         outside = violated_axes(self.envelope, error)
         self._record(error, inside=not outside)

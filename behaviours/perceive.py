@@ -30,6 +30,7 @@ import numpy as np
 import py_trees
 from pydantic import Field
 
+from orbitree.language.keys import robot_key, target_key
 from orbitree.language.params import NodeParams
 from orbitree.language.quantities import Duration
 from orbitree.nodes.leaf import Leaf
@@ -37,6 +38,7 @@ from orbitree.nodes.messages import StampedPose
 from orbitree.skills.board import BoardEstimatorConfig, estimate_board_pose, make_detector
 from orbitree.skills.board_model import BOARDS, make_aruco_board
 
+TARGET_KEYS = ("pose_cam", "pose_base", "visible", "last_seen")  # what perception writes of a target
 POSE_HISTORY_S = 1.0  # how far back frames may be placed with the arm's pose
 
 
@@ -55,12 +57,11 @@ class Perceive(Leaf):
 
     @classmethod
     def reads(cls, params: PerceiveParams) -> list[str]:
-        return [f"/robot/{params.robot}/image", f"/robot/{params.robot}/tcp_pose"]
+        return [robot_key(params.robot, "image"), robot_key(params.robot, "tcp_pose")]
 
     @classmethod
     def writes(cls, params: PerceiveParams) -> list[str]:
-        t = f"/target/{params.target}/"
-        return [t + "pose_cam", t + "pose_base", t + "visible", t + "last_seen"]
+        return [target_key(params.target, k) for k in TARGET_KEYS]
 
     def setup(self, **kwargs: object) -> None:
         device = self.ctx.drivers[self.params.robot]
@@ -73,8 +74,7 @@ class Perceive(Leaf):
         self.board = make_aruco_board(BOARDS[board_name]())
         self.config = BoardEstimatorConfig()
         self.detector = make_detector(self.board, self.config)
-        prefix = f"/target/{self.params.target}/"
-        self.keys = {k: prefix + k for k in ("pose_cam", "pose_base", "visible", "last_seen")}
+        self.keys = {k: target_key(self.params.target, k) for k in TARGET_KEYS}
         self.last_stamp = -math.inf
         self.last_frame_at = 0.0
         self.poses: deque[tuple[float, np.ndarray]] = deque()
@@ -82,11 +82,11 @@ class Perceive(Leaf):
         self.write(self.keys["visible"], False)
 
     def update(self) -> py_trees.common.Status:
-        tcp2base = self.read(f"/robot/{self.params.robot}/tcp_pose")
+        tcp2base = self.read(robot_key(self.params.robot, "tcp_pose"))
         self.poses.append((self.ctx.now, tcp2base))
         while len(self.poses) > 2 and self.poses[1][0] < self.ctx.now - POSE_HISTORY_S:
             self.poses.popleft()
-        frame = self.read(f"/robot/{self.params.robot}/image")
+        frame = self.read(robot_key(self.params.robot, "image"))
         if frame is not None and frame.stamp > self.last_stamp:
             self.last_stamp = frame.stamp
             self.last_frame_at = self.ctx.now

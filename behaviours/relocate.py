@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from orbitree.language.keys import robot_key
 from orbitree.language.quantities import Speed
 from orbitree.nodes.motion import WaypointLeaf, WaypointParams
 from orbitree.skills.relocate import DEFAULT_MOVES, parse_move, shifted_tcp
@@ -43,7 +44,7 @@ class Relocate(WaypointLeaf):
 
     @classmethod
     def reads(cls, params: RelocateParams) -> list[str]:
-        return [*super().reads(params), f"/robot/{params.robot}/tcp_pose"]
+        return [*super().reads(params), robot_key(params.robot, "tcp_pose")]
 
     def plan(self) -> tuple[list[np.ndarray], int]:
         self.origin = np.array(self.read(self.robot_key("tcp_pose")))  # where the target was lost

@@ -17,6 +17,7 @@ import numpy as np
 import py_trees
 from pydantic import Field
 
+from orbitree.language.keys import robot_key
 from orbitree.language.quantities import Length, Speed
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 
@@ -37,7 +38,7 @@ class Retract(MotionLeaf):
 
     @classmethod
     def reads(cls, params: RetractParams) -> list[str]:
-        return [f"/robot/{params.robot}/tcp_pose", f"/robot/{params.robot}/protective_stop"]
+        return [robot_key(params.robot, "tcp_pose"), robot_key(params.robot, "protective_stop")]
 
     def start(self) -> Status:
         if self._protective_stop():

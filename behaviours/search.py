@@ -23,11 +23,12 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from orbitree.language.keys import SEARCH_RESUME_Q, robot_key
 from orbitree.language.quantities import AngleDeg, AngularSpeed, Length
 from orbitree.nodes.motion import WaypointLeaf, WaypointParams
 from orbitree.skills.search import resume_index, table_sweep
 
-RESUME_KEY = "/search/resume_q"
+RESUME_KEY = SEARCH_RESUME_Q
 
 
 class Sweep(BaseModel):
@@ -52,7 +53,7 @@ class Search(WaypointLeaf):
 
     @classmethod
     def reads(cls, params: SearchParams) -> list[str]:
-        return [*super().reads(params), f"/robot/{params.robot}/q", RESUME_KEY]
+        return [*super().reads(params), robot_key(params.robot, "q"), RESUME_KEY]
 
     @classmethod
     def writes(cls, params: SearchParams) -> list[str]:

@@ -6,12 +6,30 @@ generated from them, without building a tree.
 
 from __future__ import annotations
 
+import difflib
+
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from orbitree.language.quantities import AnyUnit, BlackboardKey, Duration, Frequency, any_quantity
 from orbitree.language.units import QUANTITY_PATTERN
+from orbitree.skills.capture import ENVELOPES
+
+
+def _known_envelope(name: str) -> str:
+    if name not in ENVELOPES:
+        close = difflib.get_close_matches(name, list(ENVELOPES), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown capture envelope {name!r}; {hint}known: {', '.join(sorted(ENVELOPES))}")
+    return name
+
+
+# A capture envelope by name, resolved at load (an unknown one was a KeyError at tick 0).
+EnvelopeName = Annotated[
+    str, AfterValidator(_known_envelope),
+    WithJsonSchema({"type": "string", "enum": sorted(ENVELOPES), "description": "a capture envelope"}),
+]
 
 
 class NodeParams(BaseModel):

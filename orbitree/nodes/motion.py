@@ -18,7 +18,7 @@ import py_trees
 from pydantic import Field
 
 from orbitree.drivers.interfaces import LatchState
-from orbitree.language.keys import robot_key
+from orbitree.language.keys import robot_key, target_key
 from orbitree.language.params import NodeParams
 from orbitree.language.quantities import Duration
 from orbitree.nodes.leaf import Leaf
@@ -148,7 +148,7 @@ class WaypointLeaf(MotionLeaf):
 
     @classmethod
     def reads(cls, params: WaypointParams) -> list[str]:
-        return [f"/target/{params.target}/visible"]
+        return [target_key(params.target, "visible")]
 
     def plan(self) -> tuple[Sequence[Any], int]:
         """The waypoints of this run, and the index of the first one to visit."""
@@ -171,7 +171,7 @@ class WaypointLeaf(MotionLeaf):
         return Status.RUNNING
 
     def running(self) -> Status:
-        if self.read(f"/target/{self.params.target}/visible"):
+        if self.read(target_key(self.params.target, "visible")):
             self.seen()
             return Status.SUCCESS
         if not self.arrived() or not self._dwelt():

@@ -58,3 +58,21 @@ def test_the_schema_accepts_a_threshold_with_a_unit_as_the_loader_does(tmp_path)
     document["tree"]["sequence"]["children"][0]["condition"]["at_most"] = "thirty"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, mission_schema())
+
+
+def test_an_unknown_capture_envelope_is_refused_at_load_with_a_suggestion(tmp_path):
+    path = tmp_path / "e.yaml"
+    path.write_text("""\
+mission: e
+robots:
+  arm: {camera: {}, latch: {}}
+targets:
+  sirom: {pose: [0.6, 0.2, 0, 0, 0, 0]}
+tree:
+  capture: {robot: arm, target: sirom, envelope: sirm}
+""")
+    with pytest.raises(MissionError) as error:
+        load_mission(path)
+    assert str(error.value) == (f"{path}:7:50: capture: envelope: unknown capture envelope 'sirm'; "
+                                "did you mean 'sirom'? known: sirom")
+    assert mission_schema()["$defs"]["capture_node"]["properties"]["envelope"]["enum"] == ["sirom"]
