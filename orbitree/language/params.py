@@ -7,7 +7,6 @@ generated from them, without building a tree.
 from __future__ import annotations
 
 import difflib
-
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
