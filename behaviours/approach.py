@@ -19,9 +19,13 @@ it would see with the TCP at the envelope's aim point (docked, backed off by the
 tick. Between camera frames the board pose in the camera is predicted from the last estimate in
 the base frame (the target is fixed) and the arm's current pose, so the loop runs at the tick
 rate. The approach continues until ``‖e‖ < tolerance``, even after entering the capture range,
-as in the seed. With ``back_off`` the aim is moved out along the target's z: a first approach to
-a pre-dock pose a few centimetres out keeps the guide petals clear of the receptacle while the
-lateral error is still large (PBVS shrinks every axis at the same rate, so a target far off to
+as in the SIROM paper [SIROM]. Before moving it checks its goal, the TCP pose where the camera
+sees the board as wanted: outside the mission's ``safety.workspace`` box, or without a joint
+solution near the arm's joints, it fails at once and writes ``/servo/failure: unreachable`` (the
+mission can then abandon instead of driving the arm into the monitor's limit).
+With ``back_off`` the aim is moved out along the target's z: a first approach to a pre-dock
+pose a few centimetres out keeps the guide petals clear of the receptacle while the lateral
+error is still large (PBVS shrinks every axis at the same rate, so a target far off to
 the side would otherwise be met edge-on), and a second one with no back-off goes in.
 With ``contact_guard`` the approach also watches the wrist: PBVS moves in free space (the
 final approach stops short of the receptacle by the envelope's standoff), so a force or torque
@@ -30,7 +34,7 @@ target knocked into the tool's path, the petals caught on a moved receptacle's r
 stops, an ``unexpected_contact`` event is logged and the approach fails (the mission backs out
 and approaches again); the safety monitor's limits stay the last line. A repeated (stale)
 reading is not counted: the monitor judges a dropped-out sensor.
-Writes ``/servo/error`` (6,), ``/servo/error_norm`` and ``/servo/gain``.
+Writes ``/servo/error`` (6,), ``/servo/error_norm``, ``/servo/gain`` and ``/servo/failure``.
 """
 
 from __future__ import annotations
@@ -39,10 +43,11 @@ import numpy as np
 import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
-from orbitree.language.keys import SERVO_ERROR, SERVO_ERROR_NORM, SERVO_GAIN, robot_key, target_key
+from orbitree.language.keys import SERVO_ERROR, SERVO_ERROR_NORM, SERVO_FAILURE, SERVO_GAIN, robot_key, target_key
 from orbitree.language.params import EnvelopeName
 from orbitree.language.quantities import AngularSpeed, Duration, Force, Length, Speed, Torque
 from orbitree.nodes.motion import MotionLeaf, MotionParams
+from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.pbvs import camera_to_tcp_twist, camera_velocity, saturate_twist
@@ -87,12 +92,12 @@ class Approach(MotionLeaf):
     @classmethod
     def reads(cls, params: ApproachParams) -> list[str]:
         keys = [target_key(params.target, "pose_base"), target_key(params.target, "last_seen"),
-                robot_key(params.robot, "tcp_pose")]
+                robot_key(params.robot, "tcp_pose"), robot_key(params.robot, "q")]
         return keys + ([robot_key(params.robot, "wrench")] if params.contact_guard is not None else [])
 
     @classmethod
     def writes(cls, params: ApproachParams) -> list[str]:
-        return [SERVO_ERROR, SERVO_ERROR_NORM, SERVO_GAIN]
+        return [SERVO_ERROR, SERVO_ERROR_NORM, SERVO_GAIN, SERVO_FAILURE]
 
     def setup(self, **kwargs: object) -> None:
         super().setup(**kwargs)
@@ -103,11 +108,40 @@ class Approach(MotionLeaf):
         self.gain = AdaptiveGain(g.lambda0, min(g.lambda_inf, g.lambda0), g.slope0)
         aim = aim_tcp2target(ENVELOPES[self.params.envelope])
         aim[2, 3] += self.params.back_off
+        self.aim = aim  # the TCP's goal pose in the target frame
         self.desired = np.linalg.inv(aim @ self.cam2tcp)  # the board as the camera sees it there
 
     def start(self) -> Status:
         self.over = 0  # consecutive fresh wrist readings above the contact guard
+        problem = self._goal_problem()
+        self.write(SERVO_FAILURE, "unreachable" if problem else "")
+        if problem:  # refused before moving: the arm would only drive into a limit
+            self.feedback_message = problem
+            self.ctx.event("goal_unreachable", node=self.name, robot=self.params.robot, reason=problem)
+            return Status.FAILURE
         return Status.RUNNING
+
+    def _goal_problem(self) -> str | None:
+        """Why the pose this approach ends at cannot be reached, or None: outside the mission's
+        workspace box, or no joint solution near the arm's joints (where the target was last seen)."""
+        seen = self.read(target_key(self.params.target, "pose_base"))
+        if seen is None:
+            return None  # not seen yet: running() says 'target lost'
+        goal = seen.matrix @ self.aim  # the TCP where the camera sees the board as desired
+        if self.ctx.workspace is not None:
+            low, high = self.ctx.workspace
+            xyz = goal[:3, 3]
+            outside = [f"{axis} {v * 1e3:.0f} mm {'<' if v < lo else '>'} {(lo if v < lo else hi) * 1e3:.0f} mm"
+                       for axis, v, lo, hi in zip("xyz", xyz, low, high, strict=True) if not lo <= v <= hi]
+            if outside:
+                return f"goal outside the workspace: TCP {', '.join(outside)}"
+        q = self.read(self.robot_key("q"))
+        if q is not None:
+            joints, ok = kin.inverse_kinematics(kin.UR10E, goal, np.asarray(q), self.device.spec.tool.matrix(),
+                                                 tolerance=1e-6, max_iterations=200)
+            if not ok or np.abs(joints).max() > 2 * np.pi:
+                return "goal out of reach: no joint solution near the current configuration"
+        return None
 
     def running(self) -> Status:
         if self._unexpected_contact():

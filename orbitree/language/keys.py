@@ -12,6 +12,7 @@ ROBOT_STATE = ("q", "tcp_pose", "tcp_twist", "protective_stop")  # written for e
 SERVO_ERROR = "/servo/error"  # PBVS error (6,), m and rad
 SERVO_ERROR_NORM = "/servo/error_norm"
 SERVO_GAIN = "/servo/gain"
+SERVO_FAILURE = "/servo/failure"  # why the last approach failed: "unreachable" (or "" once started)
 SEARCH_RESUME_Q = "/search/resume_q"  # joints where an interrupted search resumes
 FAULTS_ACTIVE = "/faults/active"
 SAFETY_VIOLATIONS = "/safety/violations"

@@ -28,6 +28,7 @@ class Context:
     summary: dict[str, Any] = field(default_factory=dict)  # fields leaves add to the run summary
     targets: dict[str, Any] = field(default_factory=dict)  # the mission's target specs
     world: Any = None  # the simulated world (ground truth: reports and tests only), or None
+    workspace: tuple[np.ndarray, np.ndarray] | None = None  # the TCP's box (safety.workspace), base frame
 
     def touched(self, key: str) -> None:
         """Note that ``key`` was written now."""

@@ -114,8 +114,10 @@ class Executive:
         if model.robots:
             self.safety = [*self.safety, SafetyMonitor(model.safety, list(model.robots))]
             box = model.safety.workspace
-            if self.ctx.world is not None and box is not None:
-                self.ctx.world.workspace_box = (np.array(box.min), np.array(box.max))
+            if box is not None:
+                self.ctx.workspace = (np.array(box.min), np.array(box.max))
+                if self.ctx.world is not None:
+                    self.ctx.world.workspace_box = self.ctx.workspace
         # node ids: the mission tree's, then the recovery tree's (logged and drawn as a second root)
         self._nodes = [*self.tree.behaviours, *(self.recovery.behaviours if self.recovery else ())]
         self._timer = TimingVisitor(self.tree.behaviours)

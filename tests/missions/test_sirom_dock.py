@@ -129,3 +129,16 @@ def test_target_out_of_every_relocation_view_is_found_by_search(tmp_path):
     final = np.array(list(result.summary["final_error"].values()))
     final_si = np.concatenate([final[:3] * 1e-3, np.radians(final[3:])])
     assert np.all(final_si >= lo) and np.all(final_si <= hi)
+
+
+def test_a_docking_pose_below_the_workspace_floor_is_refused_before_moving_and_the_mission_abandons(tmp_path):
+    # low on the table and tilted: the final approach's goal is under the workspace box's floor
+    low = "targets.sirom.pose={xyz: [-0.65, 0.1, 0.03], rpy: [20, 0, 30]}"
+    log = tmp_path / "run.jsonl"
+    result = Executive(load_mission(MISSION, [low]), log_path=str(log)).run()
+    assert (result.status, result.summary["safety_violations"]) == ("FAILURE", [])  # not ABORTED by the monitor
+    assert result.reason == "tree returned FAILURE: mission > abandon > docking abandoned"
+    refused = [e for t in read_log(log).ticks for e in t.get("events", ()) if e["kind"] == "goal_unreachable"]
+    assert refused and refused[0]["reason"].startswith("goal outside the workspace: TCP z ")
+    assert refused[0]["node"] == "final approach"
+    assert result.summary["phase_s"]["capture"] == 0.0
