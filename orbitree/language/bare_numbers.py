@@ -24,13 +24,7 @@ from orbitree.language.source import PathKey
 def bare_numbers(model: type[BaseModel], written: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
     """(path, message) for each non-zero bare number in ``written`` where ``model`` expects a
     quantity; nested parameter models are searched too (``contact_guard: {force: 25}``)."""
-    if not isinstance(written, dict):
-        return
-    for name, field in model.model_fields.items():
-        key = field.alias or name
-        if key not in written:
-            continue
-        value = written[key]
+    for key, field, value in _written_fields(model, written):
         dimension = _dimension(field.metadata) or _dimension_in(field.annotation)
         if dimension is not None:
             named = key.lower().endswith("_" + dimension.bare_unit.lower())  # rate_hz: the name says it
@@ -47,6 +41,16 @@ def bare_numbers(model: type[BaseModel], written: Any, path: PathKey) -> Iterato
                 yield from bare_numbers(nested, item, (*path, key, name_))
         else:
             yield from bare_numbers(nested, value, (*path, key))
+
+
+def _written_fields(model: type[BaseModel], written: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(key as written, field, value) of each of ``model``'s fields that ``written`` gives."""
+    if not isinstance(written, dict):
+        return
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key in written:
+            yield key, field, written[key]
 
 
 def _is_bare(value: Any) -> bool:
@@ -81,17 +85,12 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 def lax_scalars(model: type[BaseModel], written: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
     """(path, message) for each value that only lax coercion would accept: a boolean or a string
     where a plain number is expected, anything but a boolean where a boolean is."""
-    if not isinstance(written, dict):
-        return
-    for name, field in model.model_fields.items():
-        key = field.alias or name
-        if key not in written:
-            continue
+    for key, field, value in _written_fields(model, written):
         if _takes_units(field):
-            if isinstance(written[key], bool):
-                yield (*path, key), f"{key}: expected a number or '<number> <unit>', got {written[key]!r}"
+            if isinstance(value, bool):
+                yield (*path, key), f"{key}: expected a number or '<number> <unit>', got {value!r}"
             continue
-        value, kind = written[key], _scalar_kind(field.annotation)
+        kind = _scalar_kind(field.annotation)
         if kind is not None:
             problem = _scalar_problem(kind, value)
             if problem:
