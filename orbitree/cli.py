@@ -108,7 +108,9 @@ def _parser() -> argparse.ArgumentParser:
 
     tree = sub.add_parser("tree", help="print a mission's tree", epilog=EXAMPLES["tree"], formatter_class=_Raw)
     tree.add_argument("mission", type=Path)
-    tree.add_argument("--format", choices=["ascii", "dot"], default="ascii")
+    tree.add_argument("--format", choices=["ascii", "dot", "btcpp"], default="ascii",
+                      help="btcpp: BehaviorTree.CPP v4 XML (Groot2 opens it)")
+    tree.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     with_set(tree)
 
     campaign = sub.add_parser(
@@ -137,6 +139,14 @@ exit codes: 0 written; 2 the log or directory cannot be read""")
     report.add_argument("source", type=Path, help="mission log (JSON lines) or campaign directory")
     report.add_argument("-o", "--output", type=Path, required=True, help="output directory")
 
+    btcpp = sub.add_parser("import-btcpp", help="turn a BehaviorTree.CPP v4 XML tree into mission YAML",
+                           formatter_class=_Raw, epilog="""examples:
+  orbitree tree missions/sirom_dock.yaml --format btcpp -o dock.xml   (edit it in Groot2)
+  orbitree import-btcpp dock.xml -o tree.yaml                        its tree: and subtrees:
+exit codes: 0 written; 2 a node it cannot map, or bad XML (file:line:col)""")
+    btcpp.add_argument("xml", type=Path, help="BehaviorTree.CPP v4 XML file")
+    btcpp.add_argument("-o", "--output", type=Path, help="write the YAML here (default: stdout)")
+
     board = sub.add_parser("board", help="a target's marker board as a sheet to print at actual size",
                            formatter_class=_Raw, epilog="""examples:
   orbitree board sirom -o sirom_board.pdf    print at 100 % (actual size); check the 50 mm bar
@@ -160,6 +170,21 @@ def _web_options(p: argparse.ArgumentParser) -> None:
 
 class _Raw(argparse.RawDescriptionHelpFormatter):
     """Keeps the examples in a subcommand's epilog as written."""
+
+
+def _import_btcpp(args: argparse.Namespace) -> int:
+    import yaml
+
+    from orbitree.behaviours.catalogue import default_registry
+    from orbitree.language.btcpp import read_btcpp
+
+    data = read_btcpp(args.xml, default_registry())  # MissionError: exit 2, said by main()
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
 
 
 def _board(args: argparse.Namespace) -> int:
@@ -188,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"run": _run, "validate": _validate, "schema": _schema, "tree": _tree}
     handlers |= {"campaign": _campaign, "report": _report}
-    handlers |= {"replay": _replay, "board": _board}
+    handlers |= {"replay": _replay, "board": _board, "import-btcpp": _import_btcpp}
     handler = handlers[args.command]
     try:
         return handler(args)
@@ -298,7 +323,17 @@ def _tree(args: argparse.Namespace) -> int:
     from orbitree.nodes.render import ascii_tree, dot_tree
 
     mission = load_mission(args.mission, args.overrides)
-    print(ascii_tree(mission.root) if args.format == "ascii" else dot_tree(mission.root))
+    if args.format == "btcpp":
+        from orbitree.behaviours.catalogue import default_registry
+        from orbitree.language.btcpp import to_btcpp
+
+        text = to_btcpp(mission.root, default_registry(), mission.name, mission.recovery)
+    else:
+        text = (ascii_tree(mission.root) if args.format == "ascii" else dot_tree(mission.root)) + "\n"
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 

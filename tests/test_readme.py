@@ -39,12 +39,15 @@ def blocks(language: str) -> list[tuple[int, str]]:
 
 def commands() -> list[tuple[int, str]]:
     """Each command of the ``sh`` blocks, continuation lines joined, comments dropped."""
+    return [(line, command) for line, block in command_blocks() for command in block]
+
+
+def command_blocks() -> list[tuple[int, list[str]]]:
+    """The commands of each ``sh`` block, in order: a block's commands may use what earlier ones wrote."""
     out = []
     for line, body in blocks("sh"):
-        for command in body.replace("\\\n", " ").splitlines():
-            command = re.sub(r"\s+#.*$", "", command).strip()
-            if command:
-                out.append((line, command))
+        listed = [re.sub(r"\s+#.*$", "", c).strip() for c in body.replace("\\\n", " ").splitlines()]
+        out.append((line, [c for c in listed if c]))
     return out
 
 
@@ -110,14 +113,12 @@ def test_every_command_runs(tmp_path):
     for name in ("missions", "benchmarks", "Makefile", "pyproject.toml", "orbitree", "skills", "behaviours",
                  "drivers"):
         (work / name).symlink_to(ROOT / name)
-    listed = commands()
-    # in README order where one command reads what an earlier one wrote (run -> report)
-    chained = [(line, c) for line, c in listed if "run.jsonl" in c]
-    alone = [(line, c) for line, c in listed if "run.jsonl" not in c]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [(line, c, pool.submit(_run, c, work)) for line, c in alone]
-        results = [(line, c, _run(c, work)) for line, c in chained]
-        results += [(line, c, f.result()) for line, c, f in futures]
+    def run_block(line: int, block: list[str]) -> list[tuple[int, str, subprocess.CompletedProcess]]:
+        return [(line, c, _run(c, work)) for c in block]  # in order: run -> report, tree -> import
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # blocks side by side
+        futures = [pool.submit(run_block, line, block) for line, block in command_blocks()]
+        results = [row for future in futures for row in future.result()]
     failed = [f"README.md:{line}: {c}\n  exit {r.returncode}: {r.stderr.strip()[-800:]}"
               for line, c, r in results if r.returncode != 0]
     assert failed == [], "\n".join(failed)

@@ -37,6 +37,7 @@ class NodeSpec:
     leaf: Any = None  # the leaf class (a LeafContract), None for control nodes
     node_path: str = ""  # names from the root, e.g. "dock/approach"
     written: dict[str, Any] = field(default_factory=dict)  # parameters as the author wrote them
+    subtree: str | None = None  # the entry of 'subtrees:' this node was expanded from (its root only)
 
     def walk(self):
         """Pre-order traversal (the order node ids are assigned in)."""
@@ -287,11 +288,12 @@ class Parser:
         self._subtree_stack.append(marker)
         try:
             self.expanded.add(marker)
-            return self.node(
-                raw, ("subtrees", ref), owner, parent, default_name=ref, forced_name=name
-            )
+            spec = self.node(raw, ("subtrees", ref), owner, parent, default_name=ref, forced_name=name)
         finally:
             self._subtree_stack.pop()
+        if spec is not None:
+            spec.subtree = ref
+        return spec
 
     def _include(
         self, file: str, name: str | None, path: PathKey, scope: Scope, parent: str
