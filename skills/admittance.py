@@ -211,6 +211,174 @@ def ur10e_joint_inertia(
     return inertia
 
 
+# ---------------------------------------------------------------------------- delay margins
+#
+# One axis of the dock loop: the admittance (M, D, and its own stiffness K, 0 in the flagship) drives
+# the arm against a contact of stiffness k (the wrist compliance in series with the contact), whose
+# force reaches the law τ late. Linear: above the dead band, below the speed and acceleration limits.
+
+
+def delay_margin(
+    mass: float, damping: float, stiffness: float, *, admittance_stiffness: float = 0.0
+) -> float:
+    """The loop delay (s) at which the continuous-time dock loop becomes unstable.
+
+    The smallest τ >= 0 at which ``M s² + D s + K + k e^(−sτ) = 0`` has a root on the imaginary
+    axis: ``mass`` M (kg), ``damping`` D (N·s/m) and ``admittance_stiffness`` K (N/m) of the law,
+    ``stiffness`` k (N/m) of what the wrist meets (N·m/rad and kin for a rotational axis). The open
+    loop ``L = k / (M s² + D s + K)`` has unit gain where ``(K − M ω²)² + D² ω² = k²``, i.e.
+    ``M² ω⁴ + (D² − 2 K M) ω² + K² − k² = 0``; at such an ω the delay ``τ = (π + arg L(jω)) / ω``
+    (mod 2π/ω) puts a root at jω. The margin is the smallest over the crossovers; 0 when the loop
+    is not stable without delay (D = 0), ``inf`` when it has no crossover (k = 0, or K well above k).
+
+    With K = 0 there is one crossover and ``τ = (π/2 − atan(M ω / D)) / ω``; the mass-free bound
+    ``τ < (π/2) D / k`` is its limit M → 0 and overstates the margin (78.5 ms against 69.3 ms at
+    M = 11.25 kg, D = 1000 N·s/m, k = 20 N/mm). It also ignores the sampling:
+    :func:`sampled_delay_margin`.
+    """
+    m, d, k, k_law = _loop_parameters(mass, damping, stiffness, admittance_stiffness)
+    if k == 0.0:
+        return math.inf
+    if d == 0.0:
+        return 0.0
+    margins = [math.inf]
+    for u in _quadratic_roots(m * m, d * d - 2.0 * k_law * m, k_law * k_law - k * k):
+        if u <= 0.0:
+            continue
+        omega = math.sqrt(u)
+        phase = -math.atan2(d * omega, k_law - m * omega * omega)  # arg L(jω)
+        margins.append(math.fmod(phase + math.pi + 2.0 * math.tau, math.tau) / omega)
+    return min(margins)
+
+
+def dock_loop_matrix(
+    mass: float,
+    damping: float,
+    stiffness: float,
+    period: float,
+    delay: float = 0.0,
+    *,
+    admittance_stiffness: float = 0.0,
+) -> np.ndarray:
+    """The state-transition matrix of one axis of the dock loop as ``admittance_dock`` runs it.
+
+    Each tick n (``period`` T) the wrist reads ``F_n = −k x(nT − τ)`` (τ = ``delay`` >= 0, the
+    sensor-to-command delay beyond the tick's own); :func:`admittance_step` (backward Euler)
+    gives ``v_{n+1} = (M v_n + T (F_n − K x_n)) / (M + T D + T² K)``; ``speed_l`` holds it for
+    the whole next period, so ``x_{n+1} = x_n + T v_{n+1}`` (as the simulated arm moves). ``x`` is
+    the arm's offset from the contact's equilibrium, which is also the law's offset. Arguments as
+    for :func:`delay_margin`.
+
+    The arm moves at a constant speed between ticks, so ``x(t)`` is piecewise linear and, with
+    ``τ = (n_d + α) T`` (whole n_d, 0 <= α < 1), ``x(nT − τ) = (1 − α) x_{n−n_d} + α x_{n−n_d−1}``
+    exactly: a fractional delay costs no approximation. State ``(v_n, x_n, x_{n−1}, ...,
+    x_{n−n_d−1})``, n_d + 3 entries; the loop is stable while every eigenvalue is inside the unit
+    circle.
+    """
+    m, d, k, k_law = _loop_parameters(mass, damping, stiffness, admittance_stiffness)
+    step = _positive_dt(period)
+    lag = float(delay)
+    if not math.isfinite(lag) or lag < 0.0:
+        raise ValueError(f"delay must be finite and >= 0, got {delay}")
+    whole = math.floor(lag / step + 1e-9)
+    fraction = max(0.0, lag / step - whole)
+    n = whole + 3
+    gain = 1.0 / (m + step * d + step * step * k_law)
+    velocity_row = np.zeros(n)  # v_{n+1} as a function of the state
+    velocity_row[0] = gain * m
+    velocity_row[1] -= gain * step * k_law
+    velocity_row[1 + whole] -= gain * step * k * (1.0 - fraction)
+    velocity_row[2 + whole] -= gain * step * k * fraction
+    matrix = np.zeros((n, n))
+    matrix[0] = velocity_row
+    matrix[1] = step * velocity_row
+    matrix[1, 1] += 1.0
+    for i in range(2, n):  # the older positions shift down
+        matrix[i, i - 1] = 1.0
+    return matrix
+
+
+def sampled_delay_margin(
+    mass: float,
+    damping: float,
+    stiffness: float,
+    period: float,
+    *,
+    admittance_stiffness: float = 0.0,
+    max_delay: float | None = None,
+    tolerance: float = 1e-6,
+) -> float:
+    """The smallest delay (s) at which the sampled dock loop (:func:`dock_loop_matrix`) is unstable.
+
+    Stability by the spectral radius of the loop's state-transition matrix: ρ < 1. The delay is
+    the sensor-to-command delay on top of the tick's own sample-and-hold (the simulated arm's
+    loop is the zero-delay case). The delay is continuous, not a whole number of ticks: whole
+    ticks would resolve the margin only to a period (64 or 72 ms at the flagship's 8 ms), and a
+    fractional delay is exact in this loop (:func:`dock_loop_matrix`). Delays are scanned from 0
+    up to ``max_delay`` (default twice :func:`delay_margin` plus four periods; 0.5 s if that is
+    infinite) in steps of ``max(period / 4, max_delay / 64)``, and the first step at which ρ >= 1
+    is bisected down to ``tolerance`` (s).
+
+    Returns 0 when the loop is unstable without any delay (with K = 0, a contact stiffer than
+    ``2 (2 M + T D) / T²``: 9.5e5 N/m at the flagship's M, D and 8 ms), ``inf`` when it is still
+    stable at ``max_delay`` (or k = 0: no loop).
+    """
+    m, d, k, k_law = _loop_parameters(mass, damping, stiffness, admittance_stiffness)
+    step = _positive_dt(period)
+    if k == 0.0:
+        return math.inf
+    if max_delay is None:
+        continuous = delay_margin(m, d, k, admittance_stiffness=k_law)
+        max_delay = 2.0 * continuous + 4.0 * step if math.isfinite(continuous) else 0.5
+    limit, accuracy = float(max_delay), float(tolerance)
+    if not (math.isfinite(limit) and limit >= 0.0 and math.isfinite(accuracy) and accuracy > 0.0):
+        raise ValueError(f"need max_delay >= 0 and tolerance > 0, got {max_delay}, {tolerance}")
+
+    def unstable(lag: float) -> bool:
+        matrix = dock_loop_matrix(m, d, k, step, lag, admittance_stiffness=k_law)
+        return float(np.max(np.abs(np.linalg.eigvals(matrix)))) >= 1.0
+
+    if unstable(0.0):
+        return 0.0
+    stride = max(step / 4.0, limit / 64.0)
+    stable = 0.0
+    while stable < limit:
+        trial = min(stable + stride, limit)
+        if unstable(trial):
+            break
+        stable = trial
+    else:
+        return math.inf
+    while trial - stable > accuracy:
+        middle = 0.5 * (stable + trial)
+        if unstable(middle):
+            trial = middle
+        else:
+            stable = middle
+    return 0.5 * (stable + trial)
+
+
+def _loop_parameters(
+    mass: float, damping: float, stiffness: float, admittance_stiffness: float
+) -> tuple[float, float, float, float]:
+    values = tuple(float(v) for v in (mass, damping, stiffness, admittance_stiffness))
+    if not all(math.isfinite(v) for v in values) or values[0] <= 0.0 or min(values[1:]) < 0.0:
+        raise ValueError(
+            "need finite mass > 0, damping, stiffness and admittance_stiffness >= 0, got "
+            f"{mass}, {damping}, {stiffness}, {admittance_stiffness}"
+        )
+    return values  # type: ignore[return-value]
+
+
+def _quadratic_roots(a: float, b: float, c: float) -> list[float]:
+    """Real roots of ``a u² + b u + c`` (a > 0), without cancellation."""
+    discriminant = b * b - 4.0 * a * c
+    if discriminant < 0.0:
+        return []
+    q = -0.5 * (b + math.copysign(math.sqrt(discriminant), b))
+    return [q / a, c / q] if q != 0.0 else [0.0]
+
+
 # ---------------------------------------------------------------------------- checks
 
 
