@@ -6,31 +6,39 @@ faces are *external* (not covered by another piece), which edges are real *conve
 the union, and which vertices lie on its surface. Contact search (``contact.py``) only uses those
 features, so the seams between pieces never produce contacts.
 
-SIROM docking pair (model assumptions; a simplified but faithful stand-in for the real
-interfaces of the SIROM self-coupling paper, [SIROM] in the README's Sources; numbers in mm):
+SIROM docking pair (model assumptions; a simplified stand-in for the real interfaces of the
+SIROM self-coupling paper, [SIROM] in the README's Sources; numbers in mm). What the paper fixes
+is the passive face: its marker board (section 3.1, eqs. 1-3) lies flat on the connection
+triangle's plane, the frame's origin at the triangle's centre, the triangle 72 mm a side with its
+sides 20 mm from the centre; the markers sit just outside those sides, their white borders
+reaching 44.7 mm from the centre (:mod:`orbitree.skills.board_model`). So the face must be solid
+out to at least 44.7 mm: nothing of the guiding can open inside that circle.
 
-* Passive SIROM, in its board frame (origin at the face centre, z out of the face). Face at
-  z = 0, back at z = -25. Outline: a 12-gon of circumradius 60 (Ø120), corners at 15° + k·30°.
-  Receptacle: a hexagonal pocket 15 deep, 76 across flats (side normals at k·60°), whose entry
-  has 45° chamfers 8 wide (so the face opening is 92 across flats). Pieces: a floor plate
-  (z -25..-15) and six chamfered wedges (z -15..0), one per pocket side.
+* Passive SIROM, in its board frame (origin at the face centre, z out of the face): a 12-gon
+  prism (corners at 15° + k·30°, side normals at k·30°), 54 across its apothem and 25 deep
+  (z -25..0), whose face edge has a 45° chamfer 8 wide. The flat face keeps an apothem of 46:
+  the board (44.7) fits with 1.3 to spare. One convex piece.
 * Active SIROM, in the TCP frame (origin at the centre of the active face, z along the approach,
-  pointing into the passive face when docked). Body: a 12-gon of circumradius 57 (Ø114),
-  corners at 15° + k·30°, 30 thick behind the face (z -30..0). Three guide petals at 0°, 120°
-  and 240° stand 12 proud of the face; each is a plate 20 wide and 5 thick whose outer face sits
-  0.5 inside the pocket wall when centred, with a 3 x 45° chamfer on its outer tip edge.
+  pointing into the passive face when docked): a 12-gon of circumradius 60 (Ø120), 30 thick
+  behind the face (z -30..0), the size the model had before the board was checked. Three guide
+  petals at 0°, 120° and 240° stand 12 proud of the face at its rim; each is a plate 20 wide and
+  3 thick whose inner face sits 0.5 outside the passive's side when centred, with a 2 x 45°
+  chamfer on its inner tip edge. The petals close around the passive body; they are the only
+  part of the active ahead of its face.
 * Seated pose (:func:`seated_tcp2passive`): TCP at the passive origin, tcp z = -passive z
-  (a rotation of pi about x), active face on the passive face, petal tips 3 above the floor,
-  each petal facing a pocket side.
-* Capture by the chamfers: a petal tip lands on a chamfer, not on the face, while it sits less
-  than 11.5 further out than centred, so a lateral offset up to ~11 along a petal (more between
-  petals) is guided in; this covers the ±5 mm, ±1.5° envelope of the SIROM paper with margin.
-  An offset of 15 along a petal puts that tip on the flat face: blocked. The 0.5 radial
-  clearance leaves ±0.5 lateral and ~±2.9° about z of play when seated, so the ±1.5° about z
-  of the envelope needs no guiding. Hooks, connector plate and the real petal shapes are not
-  modelled.
-* Pieces meet on shared faces; the wedge seams cut the outline mid-side, so no convex corner of
-  the union lies on a seam (such a corner would not be recognised as a crease).
+  (a rotation of pi about x), active face on the passive face, each petal facing a passive side.
+* Capture by the chamfer: a petal moved inward (toward the passive's axis) lands on the chamfer,
+  not on the face, while it sits less than 10.5 further in than centred (0.5 clearance, 8
+  chamfer, 2 tip chamfer). An offset toward the side opposite a petal moves that petal inward by
+  the whole offset; an offset along a petal moves the other two inward by half of it: a lateral
+  offset up to 10.5 in any direction (21 along a petal) is guided in. This covers the ±5 mm,
+  ±1.5° envelope of the SIROM paper. An offset of 15 away from petal 0 (along -x) puts that
+  petal's tip on the flat face: blocked. The 0.5 clearance leaves about ±0.5 lateral play and
+  ~±2.9° about z when seated, so the ±1.5° about z of the envelope needs no guiding. Hooks,
+  connectors and the real petal shapes are not modelled, and the two bodies are not the
+  androgynous pair of the real interface.
+* Before issue 18 the passive had a hexagonal pocket (92 across the flats of its mouth) with
+  the petals inside it: the board was printed over the hole.
 """
 
 from __future__ import annotations
@@ -46,18 +54,17 @@ _PLANE_TOL = 1e-9
 _PROBE_M = 1e-6
 
 # --------------------------------------------------------------------- SIROM dimensions (m)
-PASSIVE_OUTLINE_RADIUS_M = 0.060
+PASSIVE_APOTHEM_M = 0.054
 PASSIVE_THICKNESS_M = 0.025
-POCKET_APOTHEM_M = 0.038
-POCKET_DEPTH_M = 0.015
 CHAMFER_M = 0.008
-ACTIVE_OUTLINE_RADIUS_M = 0.057
+PASSIVE_FACE_APOTHEM_M = PASSIVE_APOTHEM_M - CHAMFER_M
+ACTIVE_OUTLINE_RADIUS_M = 0.060
 ACTIVE_THICKNESS_M = 0.030
 PETAL_ANGLES_DEG = (0.0, 120.0, 240.0)
 PETAL_LENGTH_M = 0.012
-PETAL_THICKNESS_M = 0.005
+PETAL_THICKNESS_M = 0.003
 PETAL_WIDTH_M = 0.020
-PETAL_TIP_CHAMFER_M = 0.003
+PETAL_TIP_CHAMFER_M = 0.002
 PETAL_CLEARANCE_M = 0.0005
 
 
@@ -365,45 +372,12 @@ def _prism(polygon: np.ndarray, z_low: float, z_high: float) -> ConvexPolyhedron
     return convex_polyhedron(np.vstack([low, high]))
 
 
-def _pocket_wedge(side_deg: float) -> ConvexPolyhedron:
-    """The passive ring between two pocket corners: wall, chamfer, face and outline."""
-    profile = [  # (apothem along the side normal, z) of the inner, chamfered boundary
-        (POCKET_APOTHEM_M, -POCKET_DEPTH_M),
-        (POCKET_APOTHEM_M, -CHAMFER_M),
-        (POCKET_APOTHEM_M + CHAMFER_M, 0.0),
-    ]
-    half = np.deg2rad(30.0)
-    points = []
-    for corner in (np.deg2rad(side_deg) - half, np.deg2rad(side_deg) + half):
-        ray = np.array([np.cos(corner), np.sin(corner)]) / np.cos(half)
-        points += [(*(apothem * ray), z) for apothem, z in profile]
-        rim = _ray_hits_polygon(corner, _polygon(PASSIVE_OUTLINE_RADIUS_M, 12, 15.0))
-        points += [(*rim, -POCKET_DEPTH_M), (*rim, 0.0)]
-    for corner_deg in (side_deg - 15.0, side_deg + 15.0):
-        rim = _polygon(PASSIVE_OUTLINE_RADIUS_M, 1, corner_deg)[0]
-        points += [(*rim, -POCKET_DEPTH_M), (*rim, 0.0)]
-    return convex_polyhedron(points)
-
-
-def _ray_hits_polygon(angle: float, polygon: np.ndarray) -> np.ndarray:
-    """Where the ray from the origin at ``angle`` leaves the convex ``polygon`` (N, 2)."""
-    direction = np.array([np.cos(angle), np.sin(angle)])
-    best = np.inf
-    for a, b in zip(polygon, np.roll(polygon, -1, axis=0), strict=True):
-        matrix = np.column_stack([direction, a - b])
-        if abs(np.linalg.det(matrix)) > 1e-12:
-            t, s = np.linalg.solve(matrix, a)
-            if t > 0 and -1e-12 <= s <= 1 + 1e-12:
-                best = min(best, t)
-    return best * direction
-
-
 def _petal(angle_deg: float) -> ConvexPolyhedron:
-    outer = POCKET_APOTHEM_M - PETAL_CLEARANCE_M
-    inner = outer - PETAL_THICKNESS_M
-    profile = [  # (radial, z) in the tcp frame, tip chamfer on the outer edge
-        (inner, 0.0), (outer, 0.0), (outer, PETAL_LENGTH_M - PETAL_TIP_CHAMFER_M),
-        (outer - PETAL_TIP_CHAMFER_M, PETAL_LENGTH_M), (inner, PETAL_LENGTH_M),
+    inner = PASSIVE_APOTHEM_M + PETAL_CLEARANCE_M
+    outer = inner + PETAL_THICKNESS_M
+    profile = [  # (radial, z) in the tcp frame, tip chamfer on the inner edge (toward the passive)
+        (outer, 0.0), (inner, 0.0), (inner, PETAL_LENGTH_M - PETAL_TIP_CHAMFER_M),
+        (inner + PETAL_TIP_CHAMFER_M, PETAL_LENGTH_M), (outer, PETAL_LENGTH_M),
     ]
     angle = np.deg2rad(angle_deg)
     radial = np.array([np.cos(angle), np.sin(angle), 0.0])
@@ -415,11 +389,20 @@ def _petal(angle_deg: float) -> ConvexPolyhedron:
     ])
 
 
+def _chamfered_prism(apothem: float, face_apothem: float, depth: float, chamfer: float) -> ConvexPolyhedron:
+    """A 12-gon prism (corners at 15° + k·30°) from z = -depth to its face at z = 0, the face
+    edge chamfered at 45° from ``apothem`` (below z = -chamfer) to ``face_apothem`` (at z = 0)."""
+    corner = 1.0 / np.cos(np.deg2rad(15.0))  # circumradius / apothem of a 12-gon
+    rings = [(apothem, -depth), (apothem, -chamfer), (face_apothem, 0.0)]
+    return convex_polyhedron(np.vstack([
+        np.column_stack([_polygon(a * corner, 12, 15.0), np.full(12, z)]) for a, z in rings
+    ]))
+
+
 def sirom_passive() -> CompositeBody:
-    """The passive SIROM in its board frame (z out of the face): floor plate + six wedges."""
-    floor = _prism(_polygon(PASSIVE_OUTLINE_RADIUS_M, 12, 15.0), -PASSIVE_THICKNESS_M,
-                   -POCKET_DEPTH_M)
-    return composite_body([floor, *(_pocket_wedge(60.0 * k) for k in range(6))])
+    """The passive SIROM in its board frame (z out of the face): a chamfered 12-gon prism."""
+    return composite_body([_chamfered_prism(PASSIVE_APOTHEM_M, PASSIVE_FACE_APOTHEM_M,
+                                            PASSIVE_THICKNESS_M, CHAMFER_M)])
 
 
 def sirom_active() -> CompositeBody:
@@ -429,7 +412,7 @@ def sirom_active() -> CompositeBody:
 
 
 def seated_tcp2passive() -> np.ndarray:
-    """(4, 4) tcp2passive of the seated active SIROM: faces together, petals in the pocket."""
+    """(4, 4) tcp2passive of the seated active SIROM: faces together, petals around the passive."""
     pose = np.eye(4)
     pose[:3, :3] = Rotation.from_euler("x", np.pi).as_matrix()
     return pose

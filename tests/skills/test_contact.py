@@ -116,15 +116,40 @@ def test_sirom_pair_seats_face_to_face_with_half_millimetre_petal_clearance(mode
     assert not contact.interpenetrates(model, seated)
     assert _max_overlap(model, seated) <= 1e-9
     assert contact.interpenetrates(model, _tcp2passive((0.0, 0.0, -0.2)))
-    # Petal 0 faces the pocket wall along +x: 0.4 mm of play is free, 0.7 mm is not.
-    assert not contact.interpenetrates(model, _tcp2passive((0.4, 0.0, 0.0)))
-    assert contact.interpenetrates(model, _tcp2passive((0.7, 0.0, 0.0)))
-    # Seated contacts: 12 active body corners on the face, 6 pocket corners on the active face.
+    # Petal 0's inner face faces the passive's side along +x: moving the tool 0.4 mm toward -x
+    # is free, 0.7 mm is not; toward +x petals 1 and 2 close in at half the rate (1 mm of play).
+    assert not contact.interpenetrates(model, _tcp2passive((-0.4, 0.0, 0.0)))
+    assert contact.interpenetrates(model, _tcp2passive((-0.7, 0.0, 0.0)))
+    assert not contact.interpenetrates(model, _tcp2passive((0.9, 0.0, 0.0)))
+    assert contact.interpenetrates(model, _tcp2passive((1.1, 0.0, 0.0)))
+    # Seated contacts: the 12 corners of the passive's flat face on the active face.
     contacts = contact.find_contacts(model, seated)
     touching = np.abs(contacts.distances) < 1e-12
-    assert touching.sum() == 18
-    np.testing.assert_allclose(contacts.normals_passive[touching], [[0.0, 0.0, 1.0]] * 18,
+    assert touching.sum() == 12
+    assert set(contacts.kinds[touching].tolist()) == {contact.ContactKind.FACE_VERTEX.value}
+    np.testing.assert_allclose(contacts.normals_passive[touching], [[0.0, 0.0, 1.0]] * 12,
                                atol=1e-12)
+
+
+def test_the_passive_face_holds_the_whole_marker_board_clear_of_its_chamfer() -> None:
+    from orbitree.skills.board_model import sirom_board_model
+
+    board = sirom_board_model()
+    centre = board.corners.mean(axis=1, keepdims=True)
+    grow = (board.marker_side_m + 2 * board.border_m) / board.marker_side_m
+    outline = (centre + (board.corners - centre) * grow).reshape(-1, 3)  # white borders included
+    face = geo.sirom_passive().pieces[0]
+    on_face = np.isclose(face.vertices[:, 2], 0.0)
+    sides = np.deg2rad(np.arange(12) * 30.0)
+    reach = (outline[:, :2] @ np.column_stack([np.cos(sides), np.sin(sides)]).T).max()
+    # The paper's board reaches 44.7 mm from the centre; the flat face's apothem is 46 mm.
+    assert reach == pytest.approx(0.0447, abs=5e-5)
+    face_apothem = (face.vertices[on_face, :2] @ np.column_stack([np.cos(sides), np.sin(sides)]).T).max(axis=0)
+    np.testing.assert_allclose(face_apothem, geo.PASSIVE_FACE_APOTHEM_M, atol=1e-12)
+    assert geo.PASSIVE_FACE_APOTHEM_M - reach > 1e-3
+    # every board point is on the flat face (inside all of its side planes at z = 0)
+    inside = outline[:, :2] @ np.column_stack([np.cos(sides), np.sin(sides)]).T
+    assert inside.max() < geo.PASSIVE_FACE_APOTHEM_M
 
 
 # --------------------------------------------------------------------- contact and QP
@@ -158,25 +183,25 @@ def test_pressing_straight_in_gives_axial_force_k_z_times_depth_without_penetrat
 
 
 def test_lateral_misalignment_of_3mm_is_pushed_toward_alignment_by_the_chamfer(model) -> None:
-    # Petal 0 points along passive +x: a +3 mm offset puts its tip on the chamfer.
-    commanded, results = _descend(model, (3.0, 0.0), end_mm=1.5)
+    # Petal 0 points along passive +x: a -3 mm offset moves it inward, its tip onto the chamfer.
+    commanded, results = _descend(model, (-3.0, 0.0), end_mm=1.5)
     force = _force_in_passive(results[-1], commanded)
     real = _in_passive(results[-1].real_tcp2base)
-    assert force[0] < -10.0  # toward -x, i.e. toward the centred pose
-    assert force[2] > 10.0  # and back out of the pocket (passive +z)
+    assert force[0] > 10.0  # toward +x, i.e. toward the centred pose
+    assert force[2] > 10.0  # and back away from the face (passive +z)
     # Frictionless 45 deg chamfer and equal lateral/axial stiffness: |f_x| ~= |f_z|.
-    assert -force[0] / force[2] == pytest.approx(1.0, rel=0.05)
-    assert 0.5 * MM < real[0, 3] < 2.9 * MM  # slid part-way down the chamfer
+    assert force[0] / force[2] == pytest.approx(1.0, rel=0.05)
+    assert -2.9 * MM < real[0, 3] < -0.5 * MM  # slid part-way down the chamfer
     assert _max_overlap(model, real) <= 0.5 * model.tolerance_m
 
 
-def test_lateral_misalignment_of_3mm_pressed_home_seats_against_the_pocket_wall(model) -> None:
-    commanded, results = _descend(model, (3.0, 0.0))
+def test_lateral_misalignment_of_3mm_pressed_home_seats_against_the_passive_side(model) -> None:
+    commanded, results = _descend(model, (-3.0, 0.0))
     force = _force_in_passive(results[-1], commanded)
     real = _in_passive(results[-1].real_tcp2base)
-    # The petal ends on the wall (0.5 mm clearance): the spring holds the remaining 2.5 mm.
-    assert real[0, 3] == pytest.approx(0.5 * MM, abs=0.01 * MM)
-    assert force[0] == pytest.approx(-K_DEFAULT[0] * 2.5 * MM, rel=0.02)
+    # The petal ends on the side (0.5 mm clearance): the spring holds the remaining 2.5 mm.
+    assert real[0, 3] == pytest.approx(-0.5 * MM, abs=0.01 * MM)
+    assert force[0] == pytest.approx(K_DEFAULT[0] * 2.5 * MM, rel=0.02)
     assert abs(real[2, 3]) <= model.tolerance_m  # faces together
     assert all(r.converged for r in results)
     assert _max_overlap(model, real) <= 0.5 * model.tolerance_m
@@ -197,11 +222,12 @@ def test_chamfers_self_align_a_3mm_misalignment_in_any_direction(model, directio
 
 
 def test_misalignment_of_15mm_outside_the_chamfers_is_blocked_on_the_face(model) -> None:
-    _, results = _descend(model, (15.0, 0.0))
+    _, results = _descend(model, (-15.0, 0.0))  # petal 0 (along +x) moved 15 mm inward
     result = results[-1]
     real = _in_passive(result.real_tcp2base)
-    # Petal 0's tip rests on the passive face: the active face stays ~11 mm above it.
-    assert real[2, 3] > 10.0 * MM
+    # Petal 0's tip rests on the passive face: the active face stays ~9.5 mm above it (tilted
+    # on that petal, whose 12 mm end in a 2 mm chamfer).
+    assert real[2, 3] > 9.0 * MM
     assert result.wrench_tcp[2] < -200.0  # large axial force (k_z = 20 N/mm, ~13 mm short)
     tips = geo.transform_points(real, model.active.pieces[1].vertices)
     assert tips[:, 2].min() >= -model.tolerance_m
@@ -210,8 +236,8 @@ def test_misalignment_of_15mm_outside_the_chamfers_is_blocked_on_the_face(model)
 
 def _pressed_contact_problem(model) -> tuple[np.ndarray, np.ndarray]:
     """A, b with face, wall and chamfer-edge contacts: seated with a 0.5 mm offset, pushed."""
-    real = _tcp2passive((0.5, 0.0, 0.0), (0.0, 0.0, 0.3))
-    commanded = _tcp2passive((3.0, 1.0, -2.0), (0.5, -0.3, 0.8))
+    real = _tcp2passive((-0.4, 0.0, 0.0), (0.0, 0.0, 0.3))
+    commanded = _tcp2passive((-3.0, 1.0, -2.0), (0.5, -0.3, 0.8))
     contacts = contact.find_contacts(model, real)
     assert set(contacts.kinds.tolist()) == {kind.value for kind in contact.ContactKind}
     return contact.linearise_contacts(contacts, commanded, real)
@@ -263,12 +289,12 @@ def test_linearised_rows_predict_contact_distances_to_second_order(model) -> Non
 def test_solve_time_of_a_typical_contact_tick_is_printed(model) -> None:
     # Pressed home with the petal against the wall, the command sliding 0.04 mm per tick
     # (5 mm/s at 125 Hz): the steady state the simulator runs while docking.
-    previous_cmd = _in_base(_tcp2passive((1.5, 0.0, -2.0)))
+    previous_cmd = _in_base(_tcp2passive((-1.5, 0.0, -2.0)))
     real = contact.solve_contact(model, previous_cmd, PASSIVE2BASE,
                                  _in_base(_tcp2passive((0.0, 0.0, 1.0)))).real_tcp2base
     times, results = [], []
     for tick in range(1, 101):
-        cmd = _in_base(_tcp2passive((1.5 + 0.04 * tick, 0.0, -2.0)))
+        cmd = _in_base(_tcp2passive((-1.5 - 0.04 * tick, 0.0, -2.0)))
         start = time.perf_counter()
         results.append(contact.solve_contact(model, cmd, PASSIVE2BASE, real, previous_cmd))
         times.append(time.perf_counter() - start)
@@ -280,7 +306,7 @@ def test_solve_time_of_a_typical_contact_tick_is_printed(model) -> None:
 
 
 def test_stepping_half_millimetres_toward_seated_converges_with_bounded_force(model) -> None:
-    offset, tilt = np.array([3.0, 0.0]), np.array([1.0, 0.0, 0.0])
+    offset, tilt = np.array([-3.0, 0.0]), np.array([1.0, 0.0, 0.0])
     commanded, results = _descend(model, offset, tilt)
     real = results[-1].real_tcp2base
     # Then walk the command back to the seated pose, 0.5 mm (and 0.17 deg) at a time.
