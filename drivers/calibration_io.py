@@ -26,7 +26,8 @@ Two formats are read, both keyed by the names OpenCV's calibration sample writes
   ``cx``, ``cy``.
 
 A file is treated as FileStorage when it is XML, starts with a ``%YAML`` directive or mentions
-``opencv-matrix``; otherwise it is loaded with ``yaml.safe_load``.
+``opencv-matrix``; otherwise it is loaded with ``yaml.safe_load`` within the bounds of
+:mod:`orbitree.drivers.bounded_yaml` (size, aliases, nesting), which also bound the file read.
 
 Distortion: :class:`CameraIntrinsics` carries OpenCV's five coefficients (k1, k2, p1, p2, k3).
 Four coefficients are padded with k3 = 0; longer vectors (rational, thin-prism, tilted models)
@@ -35,6 +36,9 @@ are accepted only when the extra terms are zero.
 
 from __future__ import annotations
 
+import codecs
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +46,7 @@ import cv2
 import numpy as np
 import yaml
 
+from orbitree.drivers.bounded_yaml import TextTooLarge, read_limited, safe_load
 from orbitree.drivers.interfaces import CameraIntrinsics
 
 __all__ = ["CalibrationFileError", "load_intrinsics", "save_intrinsics"]
@@ -70,11 +75,21 @@ def load_intrinsics(path: str | Path) -> CameraIntrinsics:
     if not path.is_file():
         raise CalibrationFileError(path, "calibration file not found")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationFileError(path, f"cannot read calibration file ({exc})") from exc
-    reader = _read_file_storage if _is_file_storage(path, text) else _read_plain_yaml
-    return _build(path, reader(path, text))
+        raw = read_limited(path)
+    except TextTooLarge as exc:
+        raise CalibrationFileError(path, f"not a calibration file: {exc}") from None
+    except OSError as exc:
+        raise CalibrationFileError(path, f"cannot read calibration file ({exc.strerror or exc})") from exc
+    try:
+        text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _position(raw[: exc.start].decode("utf-8", "replace"))
+        raise CalibrationFileError(path, f"line {line}, column {col}: not UTF-8 text (byte "
+                                         f"0x{raw[exc.start]:02x})") from None
+    if _is_file_storage(path, text):
+        _check_nesting(path, text)  # OpenCV's parsers recurse per level: deep nesting crashes them
+        return _build(path, _read_file_storage(path, text))
+    return _build(path, _read_plain_yaml(path, text))
 
 
 def save_intrinsics(path: str | Path, intrinsics: CameraIntrinsics) -> None:
@@ -95,6 +110,36 @@ def save_intrinsics(path: str | Path, intrinsics: CameraIntrinsics) -> None:
         storage.write(_DIST_KEY, dist)
     finally:
         storage.release()
+
+
+def _position(before: str) -> tuple[int, int]:
+    """1-based line and column of the character that follows the text ``before``."""
+    line = before.count("\n") + 1
+    return line, len(before) - (before.rfind("\n") + 1) + 1
+
+
+# Nesting levels of brackets or XML elements in an OpenCV FileStorage file. Calibration files
+# nest 2 or 3 levels deep; OpenCV 5's YAML, JSON and XML parsers recurse once a level and crash
+# the process (a segmentation fault, no exception) between 20,000 and 40,000 levels on an 8 MB
+# stack (sooner on a thread's smaller one), which 80 kB of '[' reach within the file size bound.
+# Counted naively (brackets in strings count too): no calibration file has brackets in its strings.
+MAX_FILE_STORAGE_DEPTH = 64
+
+_OPENERS = re.compile(r"[\[{\]}]|<(/?)[A-Za-z_][^<>]*?(/?)>")
+
+
+def _check_nesting(path: Path, text: str) -> None:
+    depth = 0
+    for match in _OPENERS.finditer(text):
+        token = match.group(0)
+        if token in "]}" or (token.startswith("<") and match.group(1)):
+            depth = max(depth - 1, 0)
+        elif token in "[{" or not match.group(2):
+            depth += 1
+            if depth > MAX_FILE_STORAGE_DEPTH:
+                line, col = _position(text[: match.start()])
+                raise CalibrationFileError(path, f"line {line}, column {col}: nested more than "
+                                                 f"{MAX_FILE_STORAGE_DEPTH} levels deep")
 
 
 def _is_file_storage(path: Path, text: str) -> bool:
@@ -151,7 +196,13 @@ def _cv_reason(exc: BaseException) -> str:
 
 def _read_plain_yaml(path: Path, text: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)  # bounded: an alias bomb here would hang np.asarray below
+    except TextTooLarge as exc:
+        raise CalibrationFileError(path, f"not a calibration file: {exc}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise CalibrationFileError(path, f"malformed YAML: {where}{exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise CalibrationFileError(path, f"malformed YAML ({exc})") from exc
     if not isinstance(data, dict):
@@ -188,10 +239,10 @@ def _build(path: Path, raw: dict[str, Any]) -> CameraIntrinsics:
 def _as_float_array(path: Path, key: str, value: Any) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise CalibrationFileError(path, f"{key!r} must be numbers, got {value!r}") from exc
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CalibrationFileError(path, f"{key!r} must be numbers, got {_short(value)}") from exc
     if not np.all(np.isfinite(array)):
-        raise CalibrationFileError(path, f"{key!r} contains non-finite values: {value!r}")
+        raise CalibrationFileError(path, f"{key!r} contains non-finite values: {_short(value)}")
     return array
 
 
@@ -230,8 +281,13 @@ def _dist_coeffs(path: Path, value: Any) -> np.ndarray:
 def _positive_int(path: Path, key: str, value: Any) -> int:
     try:
         number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise CalibrationFileError(path, f"{key!r} must be an integer, got {value!r}") from exc
-    if number <= 0 or number != int(number):
-        raise CalibrationFileError(path, f"{key!r} must be a positive integer, got {value!r}")
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CalibrationFileError(path, f"{key!r} must be an integer, got {_short(value)}") from exc
+    if not math.isfinite(number) or number <= 0 or number != int(number):
+        raise CalibrationFileError(path, f"{key!r} must be a positive integer, got {_short(value)}")
     return int(number)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."

@@ -338,10 +338,13 @@ def _tree(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from orbitree.runtime.recorder import read_log
+    from orbitree.runtime.recorder import LogError, read_log
 
     try:
         log = read_log(args.log)
+    except LogError as exc:  # file:line: message, as editors and mission errors show them
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (OSError, ValueError) as exc:
         print(f"orbitree replay: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -400,9 +403,13 @@ def _campaign(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from orbitree.report import report
+    from orbitree.runtime.recorder import LogError
 
     try:
         result = report(args.source, args.output)
+    except LogError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (OSError, ValueError) as exc:
         print(f"orbitree report: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

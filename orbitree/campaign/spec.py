@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,6 +22,16 @@ from orbitree.language.world_spec import SafetySpec
 from orbitree.skills.capture import ENVELOPES
 
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+
+# Cases of one campaign (explicit cases times grid points). The largest shipped campaign has 49;
+# every case's mission is loaded and checked before anything runs (some 30 ms each), so 10,000
+# already takes minutes to check. Without a bound, a grid of a few short lists is a product of
+# billions of cases, built in memory before the first is checked.
+MAX_CASES = 10_000
+
+# Runs of one campaign (cases times cycles): each run takes seconds, so 100,000 is days of a
+# cluster; the plan of every run is built in memory at the start (~0.5 kB a run).
+MAX_RUNS = 100_000
 OverrideKey = Annotated[str, StringConstraints(pattern=r"^[^=\s]+$")]
 
 
@@ -135,6 +146,15 @@ def _cases(
     model: CampaignModel, common: list[tuple[str, PathKey | None]], source: Source
 ) -> list[tuple[str, list[tuple[str, PathKey | None]]]]:
     explicit = model.cases or [CaseModel()]
+    count = len(explicit) * math.prod(len(values) for values in model.grid.values())
+    if count > MAX_CASES:
+        where = ("grid",) if model.grid else ("cases",)
+        raise MissionError([source.at(where, f"the campaign has {count} cases: more than {MAX_CASES} is refused "
+                                      "(every case's mission is checked before anything runs); split it, or "
+                                      "repeat cases with 'cycles:'")])
+    if count * model.cycles > MAX_RUNS:
+        raise MissionError([source.at(("cycles",), f"{count} cases of {model.cycles} cycles are "
+                                      f"{count * model.cycles} runs: more than {MAX_RUNS} is refused")])
     points: list[tuple[tuple[str, int, Any], ...]] = [()]
     if model.grid:
         axes = [[(key, j, value) for j, value in enumerate(values)] for key, values in model.grid.items()]

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orbitree.drivers.calibration_io import CalibrationFileError, load_intrinsics
@@ -23,7 +22,7 @@ from orbitree.language.params import TreeRef
 from orbitree.language.parser import NodeSpec, Parser, Scope, pydantic_diagnostics
 from orbitree.language.quantities import BlackboardKey, Duration, Frequency, SIValue
 from orbitree.language.registry import Registry
-from orbitree.language.source import Source, load_file
+from orbitree.language.source import Source, load_file, load_value
 from orbitree.language.units import dimension_of
 from orbitree.language.world_spec import RobotSpec, SafetySpec, TargetSpec, start_configuration
 
@@ -98,13 +97,9 @@ def apply_override(data: dict[str, Any], source: Source, assignment: str) -> lis
     if not sep or not key:
         return [Diagnostic(label, 1, 1, "expected KEY=VALUE, e.g. --set rate_hz=250")]
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        col = len(key) + 2 + (mark.column if mark else 0)
-        return [
-            Diagnostic(label, 1, col, f"value is not valid YAML: {getattr(exc, 'problem', exc)}")
-        ]
+        value = load_value(text, label, len(key) + 2)
+    except MissionError as exc:
+        return exc.diagnostics
     parts: list[str | int] = [int(p) if p.isdigit() else p for p in key.split(".")]
     node: Any = data
     for depth, part in enumerate(parts[:-1]):

@@ -23,6 +23,17 @@ from orbitree.language.source import PathKey, Source, load_file
 
 INCLUDE_KEYS = ("tree", "subtrees", "description")
 
+# Nodes of one mission's tree, subtree and include references expanded. The flagship mission has
+# 39; a tree of 10,000 could not be ticked at a robot's rate anyway. Without a bound, subtrees
+# that use each other twice over (a: [b, b], b: [c, c], ...) expand like a "billion laughs" in
+# a file of a few hundred bytes.
+MAX_TREE_NODES = 10_000
+
+# Levels of tree nodes, through subtree: and include: references as well (which YAML's own
+# nesting bound cannot see). Shipped trees are 6 deep; the parser recurses 1-2 Python frames a
+# level, so 64 stays far below Python's recursion limit that a chain of 1,000 subtrees would pass.
+MAX_TREE_DEPTH = 64
+
 
 @dataclass
 class NodeSpec:
@@ -135,6 +146,10 @@ class Parser:
     _include_stack: list[Path] = field(default_factory=list)
     expanded: set[tuple[int, str]] = field(default_factory=set)
     warnings: list[Diagnostic] = field(default_factory=list)
+    _count: int = 0  # nodes parsed so far
+    _depth: int = 0  # levels open now
+    _refused: bool = False  # a bound was passed: nothing more is parsed
+    _files: dict[Path, tuple[Any, Source] | MissionError] = field(default_factory=dict)  # included, by path
 
     def __post_init__(self) -> None:
         if self.file is not None:
@@ -149,6 +164,31 @@ class Parser:
         parent: str,
         default_name: str = "",
         forced_name: str | None = None,
+    ) -> NodeSpec | None:
+        if self._refused:
+            return None
+        self._count += 1
+        where = parent or format_path(path)
+        if self._count > MAX_TREE_NODES:
+            self._refuse(scope.source.at(path, f"{where}: the tree expands to more than {MAX_TREE_NODES} nodes "
+                                         "(subtree: and include: references that repeat each other multiply)"))
+            return None
+        if self._depth >= MAX_TREE_DEPTH:
+            self._refuse(scope.source.at(path, f"{where}: the tree nests more than {MAX_TREE_DEPTH} nodes deep "
+                                         "(through subtree: and include: references too)"))
+            return None
+        self._depth += 1
+        try:
+            return self._node(raw, path, scope, parent, default_name, forced_name)
+        finally:
+            self._depth -= 1
+
+    def _refuse(self, diagnostic: Diagnostic) -> None:
+        self._refused = True
+        self.errors.append(diagnostic)
+
+    def _node(
+        self, raw: Any, path: PathKey, scope: Scope, parent: str, default_name: str, forced_name: str | None
     ) -> NodeSpec | None:
         source = scope.source
         kind, value = self._split(raw, path, source, parent)
@@ -306,12 +346,18 @@ class Parser:
         if not target.is_file():
             self.errors.append(scope.source.at(path, f"cannot include {file!r}: no such file ({target})"))
             return None
-        try:
-            data, source = load_file(target)
-        except MissionError as exc:
+        loaded = self._files.get(target)
+        if loaded is None:  # each file is read once, however often it is included
+            try:
+                loaded = load_file(target)
+            except MissionError as exc:
+                loaded = exc
+            self._files[target] = loaded
+        if isinstance(loaded, MissionError):
             self.errors.append(scope.source.at(path, f"cannot include {file!r}: it has errors (below)"))
-            self.errors.extend(exc.diagnostics)
+            self.errors.extend(loaded.diagnostics)
             return None
+        data, source = loaded
         if not isinstance(data, dict) or "tree" not in data:
             self.errors.append(source.at((), "an included file needs a 'tree' key"))
             return None

@@ -22,7 +22,7 @@ from pydantic import (
 )
 from scipy.spatial.transform import Rotation
 
-from orbitree.language.units import UNITS, UnitError, parse_quantity, si_unit
+from orbitree.language.units import UNITS, UnitError, finite_si, parse_quantity, si_unit
 
 _NUMBER = r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"
 
@@ -112,7 +112,11 @@ def any_quantity(value: Any) -> Any:
     if isinstance(value, str):
         match = _NUMBER_UNIT.match(value)
         if match and match.group(2) in _ANY_UNIT:
-            return float(match.group(1)) * _ANY_UNIT[match.group(2)][1]
+            dimension, factor = _ANY_UNIT[match.group(2)]
+            try:
+                return finite_si(match.group(1), factor, value, dimension)
+            except UnitError as exc:
+                raise ValueError(str(exc)) from None
         if match:
             raise ValueError(f"unknown unit {match.group(2)!r} in {value!r}")
     return value

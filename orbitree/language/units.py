@@ -99,24 +99,38 @@ def parse_quantity(value: object, dimension: str, bare_unit: str | None = None) 
     if isinstance(value, bool):
         raise UnitError(f"expected a {_describe(dimension)}, got a boolean")
     if isinstance(value, int | float):
-        return float(value) * (table[bare_unit] if bare_unit else 1.0)
+        return finite_si(value, table[bare_unit] if bare_unit else 1.0, value, dimension)
     if not isinstance(value, str):
         raise UnitError(f"expected a {_describe(dimension)}, got {type(value).__name__}")
     match = _QUANTITY.match(value)
     if match is None:
         raise UnitError(f"cannot read {value!r} as a {_describe(dimension)}")
-    number, unit = float(match.group(1)), match.group(2)
+    number, unit = match.group(1), match.group(2)
     if unit is None:
-        return number * (table[bare_unit] if bare_unit else 1.0)
+        return finite_si(number, table[bare_unit] if bare_unit else 1.0, value, dimension)
     unit = unit.strip()
     if unit in table:
-        return number * table[unit]
+        return finite_si(number, table[unit], value, dimension)
     other = _UNIT_DIMENSION.get(unit)
     if other is not None:
         raise UnitError(
             f"{value!r} is in units of {other.replace('_', ' ')}, expected a {_describe(dimension)}"
         )
     raise UnitError(f"unknown unit {unit!r} in {value!r}; expected a {_describe(dimension)}")
+
+
+def finite_si(number: int | float | str, factor: float, written: object, dimension: str | None = None) -> float:
+    """``number * factor`` as a float, or ``UnitError`` when that is not finite: a quantity is a
+    finite number (``1e400 mm``, ``.inf`` or ``.nan`` would reach the drivers as inf or NaN)."""
+    try:
+        value = float(number) * factor
+    except OverflowError:  # an integer beyond any float
+        value = math.inf
+    if not math.isfinite(value):
+        what = f"a finite {dimension.replace('_', ' ')}" if dimension else "a finite quantity"
+        shown = repr(written) if len(repr(written)) <= 30 else repr(written)[:30] + "..."
+        raise UnitError(f"{shown} is not {what}: quantities must be finite numbers")
+    return value
 
 
 def _describe(dimension: str) -> str:

@@ -95,34 +95,198 @@ class Log:
         return [(t["n"], int(k), v) for t in self.ticks for k, v in t.get("status", {}).items()]
 
 
+# The longest line orbitree writes is the header (the tree with every node's parameters: ~20 kB
+# for the flagship mission); tick records are small, images are logged as their shape. A line of
+# 4 MiB is already not one of ours, and reading lines no longer than that bounds the memory a
+# hostile or corrupted file (one line of gigabytes) costs.
+MAX_LOG_LINE_BYTES = 4 * 1024 * 1024
+
+# Integer digits a log may hold: every integer orbitree logs fits in 64 bits (19 digits). JSON
+# itself has no bound, and Python refuses only past 4,300 digits (with a ValueError from deep in
+# a report's numpy call), so longer integers are refused at their line.
+MAX_INT_DIGITS = 20
+
+# Mission time in a tick record, s (31 years): no run is longer, and a replay that waited for a
+# hand-edited t = 1e300 would wait forever (or fail inside time.sleep).
+MAX_LOG_TIME_S = 1e9
+
+STATUSES = ("INVALID", "RUNNING", "SUCCESS", "FAILURE")
+
+
+class LogError(ValueError):
+    """A mission log that cannot be read: ``file:line: message`` (``file: message`` for the whole file)."""
+
+    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
+        self.path, self.line, self.message = str(path), line, message
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (a log holds 64-bit integers)")
+    return int(text)
+
+
 def read_log(path: str | Path) -> Log:
-    """Parse a mission log, tolerating a final line cut off by a crash."""
-    header: dict[str, Any] = {}
+    """Parse a mission log, tolerating a final line cut off by a crash.
+
+    Every record is checked against the format above, so that replays, views and reports can
+    rely on it: a line that is not JSON, a record of the wrong shape (a field of the wrong type, a
+    node id or a status out of range, time going backwards) raises ``LogError`` naming its line.
+    Only the last line may be cut off (it then sets ``truncated``); a line must end in a newline
+    to count as written.
+    """
+    path = Path(path)
+    header: dict[str, Any] | None = None
     ticks: list[dict[str, Any]] = []
     footer = None
     truncated = False
-    with Path(path).open(encoding="utf-8") as fh:
-        lines = fh.read().split("\n")
-    for i, line in enumerate(lines):
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:  # the unterminated last line of an interrupted run
-                truncated = True
-                break
-            raise ValueError(f"{path}:{i + 1}: not a JSON record") from None
-        kind = record.get("type")
-        if kind == "header":
-            header = record
-        elif kind == "tick":
-            ticks.append(record)
-        elif kind == "footer":
-            footer = record
-    if header.get("format") != FORMAT:
-        raise ValueError(f"{path}: not an orbitree log (format {header.get('format')!r})")
+    last: tuple[int, float] = (0, 0.0)
+    with path.open("rb") as fh:
+        number = 0
+        while raw := fh.readline(MAX_LOG_LINE_BYTES + 1):
+            number += 1
+            complete = raw.endswith(b"\n")
+            if len(raw) > MAX_LOG_LINE_BYTES:
+                raise LogError(path, number, f"a line longer than {MAX_LOG_LINE_BYTES // (1024 * 1024)} MiB: "
+                                             "not one orbitree writes")
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"), parse_int=_bounded_int)
+            except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+                if not complete:  # the unterminated last line of an interrupted run
+                    truncated = True
+                    break
+                reason = str(exc) if len(str(exc)) < 120 else str(exc)[:120] + "..."
+                if isinstance(exc, RecursionError):
+                    reason = "nested too deep"
+                raise LogError(path, number, f"not a JSON record ({reason})") from None
+            if not isinstance(record, dict):
+                raise LogError(path, number, f"expected a JSON object, got {_json_type(record)}")
+            kind = record.get("type")
+            if header is None:
+                if kind != "header":
+                    raise LogError(path, number, f"not an orbitree log: its first record is {_shown(kind)}, "
+                                                 "not a header")
+                if record.get("format") != FORMAT:
+                    raise LogError(path, number, f"not an orbitree log (format {_shown(record.get('format'))}; "
+                                                 f"expected {FORMAT!r})")
+                _check(path, number, _header_problem(record))
+                header = record
+            elif footer is not None:
+                raise LogError(path, number, f"a {_shown(kind)} record after the footer")
+            elif kind == "tick":
+                _check(path, number, _tick_problem(record, len(header["nodes"]), last))
+                last = (record["n"], record["t"])
+                ticks.append(record)
+            elif kind == "footer":
+                _check(path, number, _footer_problem(record))
+                footer = record
+            else:
+                raise LogError(path, number, f"unknown record type {_shown(kind)} (expected tick or footer)")
+    if header is None:
+        raise LogError(path, None, "not an orbitree log: it holds no header record")
     return Log(header, ticks, footer, truncated)
+
+
+def _check(path: Path, number: int, problem: str | None) -> None:
+    if problem is not None:
+        raise LogError(path, number, problem)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    names = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
+    return names.get(type(value), "null")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _header_problem(record: dict[str, Any]) -> str | None:
+    nodes = record.get("nodes")
+    if not isinstance(nodes, list):
+        return f"header: 'nodes' must be a list of tree nodes, got {_json_type(nodes)}"
+    for i, node in enumerate(nodes):
+        where = f"header: nodes[{i}]"
+        if not isinstance(node, dict):
+            return f"{where} must be an object, got {_json_type(node)}"
+        if node.get("id") != i or not _is_int(node.get("id")):
+            return f"{where}: 'id' must be {i} (ids are the nodes' positions), got {_shown(node.get('id'))}"
+        for name in ("name", "kind"):
+            if not isinstance(node.get(name), str):
+                return f"{where}: {name!r} must be a string, got {_shown(node.get(name))}"
+        parent = node.get("parent")
+        if parent is not None and not (_is_int(parent) and 0 <= parent < i):
+            return f"{where}: 'parent' must be null or the id of an earlier node, got {_shown(parent)}"
+        if not isinstance(node.get("params", {}), dict):
+            return f"{where}: 'params' must be an object, got {_json_type(node.get('params'))}"
+    if not isinstance(record.get("mission", ""), str):
+        return f"header: 'mission' must be a string, got {_shown(record.get('mission'))}"
+    phases = record.get("phases")
+    if phases is not None and not (isinstance(phases, list) and all(isinstance(p, str) for p in phases)):
+        return f"header: 'phases' must be null or a list of node names, got {_shown(phases)}"
+    return None
+
+
+def _tick_problem(record: dict[str, Any], count: int, last: tuple[int, float]) -> str | None:
+    n, t = record.get("n"), record.get("t")
+    if not (_is_int(n) and n >= 0):
+        return f"tick: 'n' must be a tick number (an integer >= 0), got {_shown(n)}"
+    if not (_is_number(t) and 0.0 <= t <= MAX_LOG_TIME_S):
+        return f"tick {n}: 't' must be a mission time in s (from 0 to {MAX_LOG_TIME_S:g}), got {_shown(t)}"
+    if n < last[0] or t < last[1]:
+        return (f"tick {n} at t = {t}: tick numbers and times never go back, but the record before was "
+                f"tick {last[0]} at t = {last[1]}")
+    if not (_is_number(record.get("tick_ms", 0.0)) and math.isfinite(record.get("tick_ms", 0.0))):
+        return f"tick {n}: 'tick_ms' must be a finite number, got {_shown(record.get('tick_ms'))}"
+    for field, wanted in (("status", STATUSES), ("feedback", None)):
+        changes = record.get(field, {})
+        if not isinstance(changes, dict):
+            return f"tick {n}: {field!r} must be an object of node id -> value, got {_json_type(changes)}"
+        for key, value in changes.items():
+            if not (key.isascii() and key.isdigit() and len(key) < 10 and int(key) < count):
+                return (f"tick {n}: {field}: {_shown(key)} is not a node id (the header has {count} nodes, "
+                        f"0 to {count - 1})")
+            if wanted is not None and value not in wanted:
+                return f"tick {n}: status of node {key}: {_shown(value)} is not one of {', '.join(wanted)}"
+            if wanted is None and not isinstance(value, str):
+                return f"tick {n}: feedback of node {key} must be a string, got {_shown(value)}"
+    if not isinstance(record.get("bb", {}), dict):
+        return f"tick {n}: 'bb' must be an object of key -> value, got {_json_type(record.get('bb'))}"
+    if not isinstance(record.get("cmd", []), list):
+        return f"tick {n}: 'cmd' must be a list, got {_json_type(record.get('cmd'))}"
+    events = record.get("events", [])
+    if not (isinstance(events, list) and all(isinstance(e, dict) for e in events)):
+        return f"tick {n}: 'events' must be a list of objects, got {_shown(events)}"
+    return None
+
+
+def _footer_problem(record: dict[str, Any]) -> str | None:
+    summary = record.get("summary")
+    if summary is not None:
+        if not isinstance(summary, dict):
+            return f"footer: 'summary' must be an object, got {_json_type(summary)}"
+        for name in ("status", "reason"):
+            if not isinstance(summary.get(name), str):
+                return f"footer: summary: {name!r} must be a string, got {_shown(summary.get(name))}"
+    node_us = record.get("node_tick_us")
+    timings = isinstance(node_us, dict) and all(isinstance(v, dict) for v in node_us.values())
+    if node_us is not None and not timings:
+        return f"footer: 'node_tick_us' must be an object of node id -> timings, got {_shown(node_us)}"
+    return None
 
 
 def finite_or_none(x: float) -> float | None:

@@ -24,6 +24,18 @@ def pose_text(matrix: np.ndarray) -> str:
     return f"xyz {_vec(matrix[:3, 3], 1e3)} mm  rpy {_vec(rpy)} deg"
 
 
+def _pose_text_or_none(matrix: np.ndarray) -> str | None:
+    """``pose_text``, or None when the matrix holds no rotation (a corrupted or hand-edited log:
+    zeros, NaN, a reflection), which scipy refuses with a ValueError."""
+    if not np.isfinite(matrix).all():
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            return pose_text(matrix)
+    except ValueError:  # numpy's LinAlgError too
+        return None
+
+
 def display_value(key: str, value: Any) -> str:
     """One line for ``value`` written under ``key``."""
     text = unit_text(key, value)
@@ -44,7 +56,10 @@ def unit_text(key: str, value: Any) -> str | None:
     else:
         matrix, stamp = _array(getattr(value, "matrix", None)), getattr(value, "stamp", None)
     if matrix is not None and matrix.shape == (4, 4):
-        return pose_text(matrix) + (f"  @ {stamp:.3f} s" if isinstance(stamp, int | float) else "")
+        text = _pose_text_or_none(matrix)
+        if text is None:
+            return None
+        return text + (f"  @ {stamp:.3f} s" if isinstance(stamp, int | float) and math.isfinite(stamp) else "")
     array = _array(value)
     if array is None or array.ndim == 0:
         return None
@@ -65,7 +80,9 @@ def _array(value: Any) -> np.ndarray | None:
 def _array_text(key: str, value: np.ndarray) -> str:
     leaf = key.rsplit("/", 1)[-1]
     if value.shape == (4, 4):
-        return pose_text(value)
+        text = _pose_text_or_none(value)
+        if text is not None:
+            return text
     if value.shape == (6,):
         if leaf == "wrench":
             return f"F {_vec(value[:3])} N  τ {_vec(value[3:], digits=2)} N·m"

@@ -88,7 +88,7 @@ def test_server_binds_loopback_only_and_serves_only_its_static_files(demo_log):
         assert request(view.port, "GET", "/", host=f"evil.example:{view.port}")[0] == 403
         assert request(view.port, "POST", "/api/control", b"action=pause", "text/plain")[0] == 415
         assert request(view.port, "POST", "/api/control", {"action": "format-disk"})[0] == 400
-        assert request(view.port, "PUT", "/api/control", {"action": "pause"})[0] == 501
+        assert request(view.port, "PUT", "/api/control", {"action": "pause"})[0] == 405
     finally:
         view.close()
 
