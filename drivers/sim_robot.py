@@ -43,9 +43,16 @@ motion commands are ignored until ``unlock_protective_stop()``):
 * ``trigger_protective_stop(reason)`` (fault injection, safety monitor).
 
 Wrench. ``set_external_wrench`` takes a constant (6,) wrench or a callable
-``(t, tcp2base, tcp_twist) -> (6,)`` (the contact model), TCP frame. The sensor reads it plus
-``ft_offset`` plus seeded Gaussian noise (``ft_noise_std``) minus the bias stored by ``zero_ft``
-(the noise-free reading at that instant, as if averaged).
+``(t, tcp2base, tcp_twist) -> (6,)`` (the contact model), TCP frame. The wrist sensor
+(``orbitree.drivers.sim_ft``: ``ft``, a :class:`FTSensorModel`; ideal by default, the UR10e's
+datasheet figures in missions) reads it plus ``ft_offset``, with its noise, per-run bias, drift,
+saturation and filter lag; ``zero_ft`` removes the offset and the load of that instant.
+
+Kinematics. The controller computes with the nominal table ``table`` and reports the TCP pose
+it gives (``read().tcp2base``), as a UR reports the pose its model gives; the arm is built to
+``true_table`` (default: the nominal one), so the real TCP (``tcp2base()``, ``cam2base()``,
+``read_truth()``: what the world, the camera and the ground truth use) is elsewhere by the
+table's errors (:func:`perturbed_table` draws them).
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.interfaces import RobotState
+from orbitree.drivers.sim_ft import IDEAL_FT, FTSensor, FTSensorModel
 from orbitree.skills import kinematics as kin
 from orbitree.skills import se3
 
@@ -125,12 +133,14 @@ class SimRobot:
         watchdog_timeout: float | None = None,
         damping: float = 0.05,
         singular_threshold: float = 0.05,
-        ft_noise_std: float | np.ndarray = 0.0,
+        ft: FTSensorModel = IDEAL_FT,
         ft_offset: np.ndarray | None = None,
+        true_table: kin.DHTable | None = None,
         seed: int | np.random.Generator = 0,
     ) -> None:
         self.name = name
         self._table = table
+        self._true_table = table if true_table is None else true_table
         self._limits = limits or SimRobotLimits()
         n = table.n_joints
         self._tool = np.eye(4) if tool is None else se3.check_pose(tool, "tool").copy()
@@ -157,11 +167,10 @@ class SimRobot:
         self._watchdog_timeout = watchdog_timeout
         self._damping = float(damping)
         self._singular_threshold = float(singular_threshold)
-        self._ft_noise_std = np.broadcast_to(np.asarray(ft_noise_std, dtype=float), (6,)).copy()
         self._ft_offset = np.zeros(6) if ft_offset is None else np.array(ft_offset, dtype=float)
         self._rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        self._ft = FTSensor(ft, self._rng)
         self._wrench_source: WrenchSource | np.ndarray | None = None
-        self._ft_bias = np.zeros(6)
         self._t = 0.0
         self._step_dt = self._period
         self._q = np.zeros(n)
@@ -192,9 +201,8 @@ class SimRobot:
     def read(self) -> RobotState:
         tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
         twist = jacobian @ self._qd
-        wrench = self._true_wrench(tcp2base, twist) + self._ft_offset - self._ft_bias
-        if np.any(self._ft_noise_std > 0.0):
-            wrench = wrench + self._rng.normal(0.0, 1.0, 6) * self._ft_noise_std
+        self._sense(tcp2base, twist)
+        wrench = self._ft.reading()
         return RobotState(
             stamp=self._t,
             q=self._q.copy(),
@@ -278,7 +286,13 @@ class SimRobot:
 
     def zero_ft(self) -> None:
         tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
-        self._ft_bias = self._true_wrench(tcp2base, jacobian @ self._qd) + self._ft_offset
+        self._sense(tcp2base, jacobian @ self._qd)
+        self._ft.zero()
+
+    @property
+    def ft(self) -> FTSensor:
+        """The wrist sensor's state (its ``offset``, its ``model``): for tests and reports."""
+        return self._ft
 
     # ------------------------------------------------------------------ simulation hooks
 
@@ -304,17 +318,17 @@ class SimRobot:
         return self._cam2tcp.copy()
 
     def read_truth(self) -> tuple[np.ndarray, np.ndarray]:
-        """(TCP twist (6,), TCP position (3,)) in the base frame, exact (reports only)."""
-        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        """(TCP twist (6,), TCP position (3,)) in the base frame, of the real arm (reports only)."""
+        tcp2base, jacobian = kin.pose_and_jacobian(self._true_table, self._q, self._tool)
         return jacobian @ self._qd, tcp2base[:3, 3]
 
     def tcp2base(self) -> np.ndarray:
-        """TCP pose (4, 4) in the base frame (no sensor read, no noise drawn)."""
-        return kin.forward_kinematics(self._table, self._q, self._tool)
+        """Real TCP pose (4, 4) in the base frame (true kinematics; no sensor read, no noise)."""
+        return kin.forward_kinematics(self._true_table, self._q, self._tool)
 
     def cam2base(self) -> np.ndarray:
-        """Camera pose (4, 4) in the base frame, for the renderer."""
-        return kin.forward_kinematics(self._table, self._q, self._tool) @ self._cam2tcp
+        """Real camera pose (4, 4) in the base frame, for the renderer."""
+        return self.tcp2base() @ self._cam2tcp
 
     @property
     def protective_stop(self) -> bool:
@@ -371,6 +385,10 @@ class SimRobot:
 
     def _command_time(self) -> float:
         return self._command_period or self._step_dt
+
+    def _sense(self, tcp2base: np.ndarray, twist: np.ndarray) -> None:
+        """Bring the wrist sensor up to now with the wrench acting now."""
+        self._ft.advance(self._t, self._true_wrench(tcp2base, twist) + self._ft_offset)
 
     def _true_wrench(self, tcp2base: np.ndarray, twist: np.ndarray) -> np.ndarray:
         if self._wrench_source is None:
@@ -509,3 +527,24 @@ def _positive(value: float, name: str) -> float:
     if not math.isfinite(number) or number <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {value}")
     return number
+
+
+def perturbed_table(
+    table: kin.DHTable, rng: np.random.Generator, length_std: float, angle_std: float
+) -> kin.DHTable:
+    """``table`` with every ``d`` and ``a`` moved by N(0, ``length_std``) (m) and every
+    ``theta_offset`` and ``alpha`` by N(0, ``angle_std``) (rad): a real arm's small deviations
+    from its nominal kinematics, drawn from ``rng``. A Hayati–Mirmirani joint keeps ``d = 0`` and
+    gets the tilt ``beta`` moved instead."""
+    n = table.n_joints
+    lengths = rng.normal(0.0, length_std, (2, n))
+    angles = rng.normal(0.0, angle_std, (3, n))
+    hm = np.asarray(table.hm)
+    return kin.DHTable(
+        d=tuple(np.add(table.d, np.where(hm, 0.0, lengths[0]))),
+        theta_offset=tuple(np.add(table.theta_offset, angles[0])),
+        a=tuple(np.add(table.a, lengths[1])),
+        alpha=tuple(np.add(table.alpha, angles[1])),
+        beta=tuple(np.add(table.beta, np.where(hm, angles[2], 0.0))),
+        hm=table.hm, name=f"{table.name} (as built)",
+    )

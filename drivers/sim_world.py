@@ -4,21 +4,23 @@ The world frame is the base frame of the robots (one arm on a table, as in the S
 Targets are rigid bodies carrying a marker board; each camera renders every target, a table top
 beneath them, and follows its arm (``cam2world`` is read from the arm at render time).
 
-Docking physics: an arm with a latch carries the active interface as its tool behind a wrist
-compliance. Whenever its TCP is near a target, the contact model of ``orbitree.skills.contact``
-(the compliant-motion model of Suárez, Basañez and Colomé, [Suárez] in the README's Sources)
-gives the real pose of the tool and the wrench the wrist sensor reads: the guide petals meeting
-the receptacle's chamfers, and, once the hooks close with the passive interface within their
-reach, the hooks' pull (``hook_force`` × closure along the passive's −z, into its face). The
-arm itself follows its commands exactly (its reported TCP pose is the commanded one, as a UR
-reports it); only the tool and the sensor see the contact.
+Docking physics: an arm with a latch carries the active interface as its tool. Whenever its
+TCP is near a target, the contact model of ``orbitree.skills.contact`` (the compliant-motion
+model of Suárez, Basañez and Colomé, [Suárez] in the README's Sources, with the stiffness of the
+arm's structure and the interfaces in place of a wrist spring, and Coulomb friction) gives the
+real pose of the tool and the wrench the wrist sensor reads: the guide petals meeting the
+receptacle's chamfers and walls, and the hooks' pull once they hold the passive interface
+(``orbitree.drivers.sim_latch``: the hooks engage only with the passive within their reach,
+their pull follows their stroke, and their motors stall at their most). The arm itself follows
+its commands (its reported TCP pose is its controller's nominal-kinematics one, as a UR reports
+it); only the tool and the sensor see the contact.
 
 A bumped target (the ``target_bumped`` fault, ``push_target``) is pushed, not teleported: it
 moves along the offset at a finite speed, and near a tool in steps of 0.2 mm, each checked
 against the contact model; a step that the tool resists along its motion with more than the
 push's ``force`` is halved, down to nothing, so an engaged tool holds the target back and the
 wrist carries what the push forces through (a step displacement of an engaged target would
-stretch the 20 N/mm compliance by its whole length in one tick).
+load the arm's structure by its whole length in one tick).
 
 Ground truth (``target_pose``, the cameras' ``ground_truth_board2cam``, ``tool_pose``) is for
 tests, reports and fault injection only; estimators see rendered images.
@@ -33,30 +35,27 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.sim_camera import SimCamera, board_object, table_object
-from orbitree.drivers.sim_latch import SimLatch
+from orbitree.drivers.sim_latch import Passive, SimLatch
 from orbitree.drivers.sim_robot import SimRobot
 from orbitree.skills.board_model import BoardModel
-from orbitree.skills.contact import ContactModel, solve_contact
+from orbitree.skills.contact import ContactModel, HookPull, solve_contact
 
 CONTACT_RANGE_M = 0.12
 """Contact is solved while the TCP is within this distance of a target's origin."""
-HOOK_REACH_M = (0.008, 0.012)
-"""Hooks grip when the TCP is within (lateral, axial) of the docked pose, in the target frame."""
 PUSH_STEP_M = 2e-4
 """A pushed target near a tool advances at most this far per contact solve."""
 
 
 @dataclass
 class Docking:
-    """Contact state of one arm's tool: the model, the hook pull, the last real pose."""
+    """Contact state of one arm's tool: the model, the last real pose, the hooks' pull."""
 
     model: ContactModel
-    hook_force: float = 60.0
     target: str | None = None
     real: np.ndarray | None = None  # tool pose (4, 4), base frame
     commanded: np.ndarray | None = None
     wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))
-    hooked: bool = False
+    hook_tension: float = 0.0
     contacts: int = 0
     solve_s: float = 0.0
     solves: int = 0
@@ -114,13 +113,13 @@ class SimWorld:
 
     def add_robot(
         self, robot: SimRobot, camera: SimCamera | None = None, latch: SimLatch | None = None,
-        contact: ContactModel | None = None, hook_force: float = 60.0,
+        contact: ContactModel | None = None,
     ) -> None:
         self.robots[robot.name] = robot
         if latch is not None:
             self.latches[robot.name] = latch
         if contact is not None:
-            dock = Docking(contact, hook_force)
+            dock = Docking(contact)
             self.docking[robot.name] = dock
             robot.set_external_wrench(lambda t, tcp2base, twist, dock=dock: dock.wrench)
         if camera is not None:
@@ -152,8 +151,8 @@ class SimWorld:
         """Advance every body by ``dt`` seconds of mission time."""
         for robot in self.robots.values():
             robot.step(dt)
-        for latch in self.latches.values():
-            latch.step(dt)
+        for name, latch in self.latches.items():
+            latch.step(dt, self._passive(name))
         for push in list(self.pushes):
             self._advance(push, dt)
         for name, dock in self.docking.items():
@@ -180,29 +179,32 @@ class SimWorld:
             close = [t for d, t in sorted(near) if d < CONTACT_RANGE_M]
             target = close[0] if close else None
         if target is None or np.linalg.norm(self.targets[target][:3, 3] - commanded[:3, 3]) > CONTACT_RANGE_M:
-            dock.target, dock.real, dock.commanded, dock.hooked = None, None, None, False
+            dock.target, dock.real, dock.commanded, dock.hook_tension = None, None, None, 0.0
             dock.wrench = np.zeros(6)
             dock.contacts = 0
             return
         board2world = self.targets[target]
         real = commanded if dock.real is None else dock.real
-        load = None
         latch = self.latches.get(name)
-        tool2board = np.linalg.solve(board2world, real)
-        lateral, axial = HOOK_REACH_M
-        dock.hooked = bool(
-            latch is not None and latch.closure > 0.0
-            and np.hypot(tool2board[0, 3], tool2board[1, 3]) < lateral and tool2board[2, 3] < axial
-        )
-        if dock.hooked:
-            pull = -board2world[:3, 2] * dock.hook_force * latch.closure
-            load = np.concatenate([commanded[:3, :3].T @ pull, np.zeros(3)])
+        depth = None if latch is None else latch.depth()
+        hook = None if depth is None else HookPull(depth, latch.hooks.stiffness)
         started = time.perf_counter()
-        result = solve_contact(dock.model, commanded, board2world, real, dock.commanded, load=load)
+        result = solve_contact(dock.model, commanded, board2world, real, dock.commanded, hook=hook)
         dock.solve_s += time.perf_counter() - started
         dock.solves += 1
         dock.target, dock.real, dock.commanded = target, result.real_tcp2base, commanded
-        dock.wrench, dock.contacts = result.wrench_tcp, result.n_active
+        dock.wrench, dock.contacts, dock.hook_tension = result.wrench_tcp, result.n_active, result.hook_tension
+
+    def _passive(self, name: str) -> Passive | bool | None:
+        """What arm ``name``'s hooks meet (see ``SimLatch.step``): False without a contact model."""
+        dock = self.docking.get(name)
+        if dock is None:
+            return False
+        if dock.target is None or dock.real is None:
+            return None
+        tool2board = np.linalg.solve(self.targets[dock.target], dock.real)
+        return Passive(float(tool2board[2, 3]), float(np.hypot(tool2board[0, 3], tool2board[1, 3])),
+                       dock.hook_tension)
 
     def tcp_pose(self, name: str) -> np.ndarray:
         """Ground truth (4, 4) tcp2world of arm ``name`` (where the arm puts its TCP)."""
@@ -304,7 +306,7 @@ class SimWorld:
         return resistance
 
     def _save(self, target: str) -> tuple[np.ndarray, dict[str, dict[str, object]]]:
-        state = [f.name for f in fields(Docking) if f.name not in ("model", "hook_force", "solve_s", "solves")]
+        state = [f.name for f in fields(Docking) if f.name not in ("model", "solve_s", "solves")]
         docks = {n: {key: getattr(d, key) for key in state} for n, d in self.docking.items()}
         return self.targets[target], docks
 

@@ -1,10 +1,28 @@
 """Compliant-motion contact model of Suárez, Basañez and Colomé: the real tool pose and the wrist wrench.
 
-A passive compliance (a spring, stiffness ``K`` diagonal in the compliance frame) sits between
-the robot and the active interface. The robot reaches the *commanded* TCP pose exactly; the tool
-takes the *real* pose that minimises the elastic energy without interpenetrating the passive
-interface (Suárez, Basañez & Colomé, "Modelado y simulación de movimientos con acomodación en
-robótica"; [Suárez] in the README's Sources).
+The model of Suárez, Basañez & Colomé ("Modelado y simulación de movimientos con acomodación en
+robótica"; [Suárez] in the README's Sources) puts a passive compliance (a spring, stiffness
+``K`` diagonal in the compliance frame) between the robot and the tool: the robot reaches the
+*commanded* TCP pose exactly; the tool takes the *real* pose that minimises the elastic energy
+without interpenetrating the passive interface. A UR10e has no such wrist spring; what yields
+when its tool presses on the passive SIROM is the structure: the arm's joints and links, the
+wrist sensor and the two interfaces in contact, in series. ``K`` is that structural stiffness
+(:func:`structural_stiffness`; the paper itself counts a wrist force sensor among the elastic
+elements it models, section 1.2), so the deformations are fractions of a millimetre and the
+forces what the arm's stiffness makes of them.
+
+Two additions to the paper's model (which leaves out friction, section 1):
+
+* **Coulomb friction** (``friction`` μ): each contact's row is replaced by ``friction_sides``
+  rows with the normal tilted by μ toward each side of a pyramid around it,
+  ``(n + μ t_k)·δp >= -dist`` (the linearised friction cone, Anitescu's convex relaxation): a
+  contact's force then stays inside the cone, and a contact point slides only while the force
+  is on the cone's edge (lifting off by μ times the slide, a boundary layer of micrometres per
+  step). With it a tool can stick, wedge and jam.
+* **Hooks** (:class:`HookPull`): closed docking hooks are a one-sided spring pulling the tool's
+  origin toward the passive face along its normal, solved inside the QP with a slack variable
+  (``½ k_h s²`` with ``s >= gap − depth``, ``s >= 0``), so that a stiff hook on a soft arm, or the
+  reverse, settles at once; the tension is ``k_h s``.
 
 Conventions (pure functions, numpy in and out, SI units):
 
@@ -56,8 +74,24 @@ from orbitree.skills.contact_geometry import (
 )
 from orbitree.skills.se3 import check_pose, check_vector
 
-#: Wrist compliance (N/m, N/m, N/m, N·m/rad x3): 20 N/mm and ~5 N·m/deg, RCC-like.
+#: A soft passive wrist compliance (N/m x3, N·m/rad x3): 20 N/mm and ~5 N·m/deg, RCC-like. What
+#: the paper's model assumes; the simulated UR10e uses :func:`structural_stiffness` instead.
 DEFAULT_STIFFNESS: tuple[float, ...] = (2.0e4, 2.0e4, 2.0e4, 300.0, 300.0, 300.0)
+#: Lever (m) through which the structure's translational stiffness also resists tilting the tool:
+#: the active SIROM's 200 mm from the flange to its face.
+STRUCTURAL_LEVER_M = 0.2
+#: Effective stiffness from the commanded TCP to the passive face, N/m (README "Docking physics").
+STRUCTURAL_STIFFNESS_N_PER_M = 1.0e5
+
+
+def structural_stiffness(translational: float = STRUCTURAL_STIFFNESS_N_PER_M,
+                         lever_m: float = STRUCTURAL_LEVER_M) -> tuple[float, ...]:
+    """``K`` (6,) of the arm-to-interface chain: ``translational`` N/m on x, y, z and
+    ``translational · lever²`` N·m/rad about them (1e5 N/m: 4000 N·m/rad, 70 N·m/deg)."""
+    k = float(translational)
+    if not (math.isfinite(k) and k > 0.0):
+        raise ValueError(f"translational stiffness must be > 0, got {translational}")
+    return (k, k, k, k * lever_m**2, k * lever_m**2, k * lever_m**2)
 _CONE_TOL = 0.035  # sin 2°: edges crossing nearly parallel faces keep both end contacts
 _PARALLEL_SIN = 1e-3
 _SETTLED_M = 1e-6
@@ -84,6 +118,8 @@ class ContactModel:
     tolerance_m : interpenetration allowed after a solve. margin_m : contact search distance.
     max_step_m, max_step_rad : commanded steps larger than these are split.
     max_iterations : QP solves allowed per step. solver : ``"daqp"`` or ``"quadprog"``.
+    friction : Coulomb coefficient μ >= 0 (0: frictionless, the paper's model).
+    friction_sides : sides of the pyramid standing for the friction cone (>= 3).
     """
 
     active: CompositeBody
@@ -95,6 +131,8 @@ class ContactModel:
     max_step_rad: float = math.radians(0.5)
     max_iterations: int = 20
     solver: str = "daqp"
+    friction: float = 0.0
+    friction_sides: int = 4
 
     def __post_init__(self) -> None:
         for name in ("active", "passive"):
@@ -114,13 +152,38 @@ class ContactModel:
             raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
         if self.solver not in ("daqp", "quadprog"):
             raise ValueError(f"solver must be 'daqp' or 'quadprog', got {self.solver!r}")
+        if not (math.isfinite(self.friction) and self.friction >= 0.0) or self.friction_sides < 3:
+            raise ValueError(f"need friction >= 0 and friction_sides >= 3, got {self.friction}, "
+                             f"{self.friction_sides}")
 
 
 def sirom_contact_model(
     stiffness: Sequence[float] | np.ndarray = DEFAULT_STIFFNESS, **options: float | int | str
 ) -> ContactModel:
-    """The SIROM pair of ``contact_geometry`` with the given wrist stiffness and options."""
-    return ContactModel(sirom_active(), sirom_passive(), np.asarray(stiffness, float), **options)
+    """The SIROM pair of ``contact_geometry`` with the given stiffness and options.
+
+    Unless ``tolerance_m`` is given, the interpenetration allowed is what 2 N would push in
+    along the stiffest translational axis (at most 50 µm): with a stiff structure, 50 µm of
+    slack would be 50 N of force error at 1000 N/mm.
+    """
+    k = np.asarray(stiffness, float)
+    if "tolerance_m" not in options and k.shape == (6,) and (k[:3] > 0.0).all():
+        options = {"tolerance_m": float(min(5e-5, 2.0 / k[:3].max())), **options}
+    return ContactModel(sirom_active(), sirom_passive(), k, **options)
+
+
+@dataclass(frozen=True)
+class HookPull:
+    """Closed hooks holding the passive interface: a one-sided spring on the tool's origin.
+
+    ``depth`` (m): where the hook tips hold the passive's catches, as the tool origin's height
+    above the passive face (0: seated face to face; negative: the hooks pull past seated, their
+    preload); ``stiffness`` (N/m) of the hook linkage. The tension is ``stiffness · max(0,
+    gap − depth)``, ``gap`` the real TCP's height along the passive's z.
+    """
+
+    depth: float
+    stiffness: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,10 +206,12 @@ class ContactSet:
 
 @dataclass(frozen=True, eq=False)
 class QPSolution:
-    """deformation : (6,) e; multipliers : (m,) >= 0, one per row of ``A e >= b``."""
+    """deformation : (6,) e; multipliers : (m,) >= 0, one per row of ``A e >= b``;
+    hook_stretch : the hook spring's stretch s (m), 0 without hooks."""
 
     deformation: np.ndarray
     multipliers: np.ndarray
+    hook_stretch: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +219,7 @@ class ContactResult:
     """One solve: real_tcp2base (4, 4); wrench_tcp (6,) ``K e`` in the commanded TCP frame;
     contacts at the real pose (passive frame); n_active how many touch (within tolerance);
     iterations the QP solves used; converged False when a step ran out of iterations or
-    stalled (the pose returned is then the last free one)."""
+    stalled (the pose returned is then the last free one); hook_tension (N) the hooks' pull."""
 
     real_tcp2base: np.ndarray
     wrench_tcp: np.ndarray
@@ -162,6 +227,7 @@ class ContactResult:
     n_active: int
     iterations: int
     converged: bool
+    hook_tension: float = 0.0
 
 
 # ------------------------------------------------------------------------------ pose helpers
@@ -352,13 +418,14 @@ def _linearise(
 
 def solve_deformation(
     stiffness: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str = "daqp",
-    load: np.ndarray | None = None,
+    load: np.ndarray | None = None, hook: tuple[np.ndarray, float, float] | None = None,
 ) -> QPSolution:
     """``argmin ½ eᵀ diag(stiffness) e - loadᵀ e  s.t.  a e >= b`` with ``a`` (m, 6), ``b`` (m,).
 
-    ``load`` (6,) is an external wrench applied to the tool in the compliance frame (the pull
-    of closed docking hooks, say); without contacts it deflects the tool by ``K⁻¹ load``.
-    Raises :class:`ContactQPError` when the constraints are inconsistent.
+    ``load`` (6,) is an external wrench applied to the tool in the compliance frame; without
+    contacts it deflects the tool by ``K⁻¹ load``. ``hook`` ``(h (6,), c, k_h)`` adds a one-sided
+    spring: ``+ ½ k_h s²`` with ``s >= h·e + c`` and ``s >= 0`` (the solution's ``hook_stretch``
+    is ``s``). Raises :class:`ContactQPError` when the constraints are inconsistent.
     """
     k = check_vector(stiffness, 6, "stiffness")
     q = np.zeros(6) if load is None else check_vector(load, 6, "load").astype(float)
@@ -366,21 +433,34 @@ def solve_deformation(
     b = np.ascontiguousarray(b, dtype=float)
     if b.shape != (len(a),):
         raise ValueError(f"b must have shape ({len(a)},), got {b.shape}")
-    if len(a) == 0:
+    if len(a) == 0 and hook is None:
         return QPSolution(q / k, np.zeros(0))
+    m = len(a)
+    if hook is not None:  # one more variable, the hook's stretch s
+        h, c, k_hook = check_vector(hook[0], 6, "hook row"), float(hook[1]), float(hook[2])
+        k = np.append(k, k_hook)
+        q = np.append(q, 0.0)
+        a = np.vstack([np.hstack([a, np.zeros((m, 1))]), np.append(-h, 1.0), np.eye(7)[6]])
+        b = np.concatenate([b, [c, 0.0]])
+    x, lam = _solve_qp(k, q, a, b, solver)
+    return QPSolution(x[:6], lam[:m], float(x[6]) if hook is not None else 0.0)
+
+
+def _solve_qp(k: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str
+              ) -> tuple[np.ndarray, np.ndarray]:
     if solver == "daqp":
         # daqp's default primal tolerance (1e-6) would allow a micrometre of penetration here.
-        x, _, flag, info = daqp.solve(np.diag(k), -q, a, np.full(len(b), np.inf), b,
+        x, _, flag, info = daqp.solve(np.diag(k), -q, np.ascontiguousarray(a), np.full(len(b), np.inf), b,
                                       np.zeros(len(b), dtype=np.intc), primal_tol=_DAQP_TOL)
         if flag not in (1, 2):
             raise ContactQPError(f"daqp exit flag {flag}")
-        return QPSolution(np.asarray(x), np.maximum(-np.asarray(info["lam"]), 0.0))
+        return np.asarray(x), np.maximum(-np.asarray(info["lam"]), 0.0)
     if solver == "quadprog":
         try:
             x, _, _, _, lam, _ = quadprog.solve_qp(np.diag(k), q, a.T.copy(), b, 0)
         except ValueError as error:
             raise ContactQPError(str(error)) from error
-        return QPSolution(x, lam)
+        return x, lam
     raise ValueError(f"solver must be 'daqp' or 'quadprog', got {solver!r}")
 
 
@@ -413,22 +493,64 @@ def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float
 # ----------------------------------------------------------------------------- the solver
 
 
+def _tangents(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors (k, 3) each, perpendicular to each normal (k, 3) and to each other."""
+    helper = np.where(np.abs(normals[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    first = row_cross(normals, helper)
+    first /= np.linalg.norm(first, axis=1, keepdims=True)
+    return first, row_cross(normals, first)
+
+
+def _rows(
+    model: ContactModel, contacts: ContactSet, cmd: np.ndarray, real: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The QP's rows ``a e >= b`` (with friction, ``friction_sides`` per contact) and the plain
+    normal rows ``a_n e >= b_n`` (one per contact, for the distances predicted)."""
+    to_cmd = cmd[:3, :3]
+    e0 = _deformation(cmd, real)
+    jl = _left_jacobian(e0[3:])
+    normals = contacts.normals_passive @ to_cmd
+    levers = (contacts.points_passive - real[:3, 3]) @ to_cmd
+    a_n = np.hstack([normals, row_cross(levers, normals) @ jl])
+    b_n = a_n @ e0 - contacts.distances
+    if model.friction == 0.0 or len(contacts) == 0:
+        return a_n, b_n, a_n, b_n
+    first, second = _tangents(normals)
+    angles = 2.0 * np.pi * np.arange(model.friction_sides) / model.friction_sides
+    tilts = np.cos(angles)[None, :, None] * first[:, None] + np.sin(angles)[None, :, None] * second[:, None]
+    tilted = (normals[:, None] + model.friction * tilts).reshape(-1, 3)
+    arms = np.repeat(levers, model.friction_sides, axis=0)
+    a = np.hstack([tilted, row_cross(arms, tilted) @ jl])
+    return a, a @ e0 - np.repeat(contacts.distances, model.friction_sides), a_n, b_n
+
+
+def _hook_row(cmd: np.ndarray, hook: HookPull | None) -> tuple[np.ndarray, float, float] | None:
+    """The hook's spring in the QP: the real TCP's height over the passive face is
+    ``cmd[2, 3] + cmd[2, :3] · e_t`` (the passive frame's z row of the real origin)."""
+    if hook is None:
+        return None
+    return np.concatenate([cmd[2, :3], np.zeros(3)]), float(cmd[2, 3] - hook.depth), hook.stiffness
+
+
 def _qp_step(
     model: ContactModel, cmd: np.ndarray, real: np.ndarray, contacts: ContactSet,
-    load: np.ndarray | None = None,
+    load: np.ndarray | None = None, hook: HookPull | None = None,
 ) -> tuple[np.ndarray, ContactSet]:
     """Candidate real pose, and the contacts with their distances predicted there."""
-    a, b = _linearise(contacts, cmd, real)
+    a, b, a_n, b_n = _rows(model, contacts, cmd, real)
+    pull = _hook_row(cmd, hook)
     try:
-        e = solve_deformation(model.stiffness, a, b, model.solver, load).deformation
+        e = solve_deformation(model.stiffness, a, b, model.solver, load, pull).deformation
     except ContactQPError:  # contradictory small penetrations: only forbid deepening them
-        e = solve_deformation(model.stiffness, a, b + np.minimum(contacts.distances, 0.0),
-                              model.solver, load).deformation
-    return _apply(cmd, e), replace(contacts, distances=a @ e - b)
+        sides = len(a) // max(len(contacts), 1)
+        relaxed = b + np.repeat(np.minimum(contacts.distances, 0.0), sides)
+        e = solve_deformation(model.stiffness, a, relaxed, model.solver, load, pull).deformation
+    return _apply(cmd, e), replace(contacts, distances=a_n @ e - b_n)
 
 
 def _settle(
-    model: ContactModel, cmd: np.ndarray, real: np.ndarray, load: np.ndarray | None = None
+    model: ContactModel, cmd: np.ndarray, real: np.ndarray, load: np.ndarray | None = None,
+    hook: HookPull | None = None,
 ) -> tuple[np.ndarray, ContactSet, int, bool]:
     """Real pose for commanded ``cmd`` (passive frame) from the free pose ``real``.
 
@@ -437,8 +559,10 @@ def _settle(
     free = cmd if load is None else _apply(cmd, load / model.stiffness)
     for iteration in range(1, model.max_iterations + 1):
         contacts = _find_contacts(model, real)
-        candidate, predicted = (free, contacts) if len(contacts) == 0 else _qp_step(
-            model, cmd, real, contacts, load)
+        if len(contacts) == 0 and hook is None:
+            candidate, predicted = free, contacts
+        else:
+            candidate, predicted = _qp_step(model, cmd, real, contacts, load, hook)
         distance, angle = _gap(real, candidate)
         settled = distance < _SETTLED_M and angle < _SETTLED_RAD
         if not _penetrates(model, candidate):
@@ -476,6 +600,7 @@ def solve_contact(
     previous_real_tcp2base: np.ndarray,
     previous_commanded_tcp2base: np.ndarray | None = None,
     load: np.ndarray | None = None,
+    hook: HookPull | None = None,
 ) -> ContactResult:
     """Real TCP pose and wrist wrench for one commanded pose (all (4, 4), base frame).
 
@@ -490,6 +615,8 @@ def solve_contact(
     to the passive) so that the previous real pose stays free. ``load`` (6,), in the commanded
     TCP frame, is an external wrench on the tool besides the contacts (hook pull); the wrench
     returned is then ``K e`` = load + contact reactions, what the wrist sensor measures.
+    ``hook`` (:class:`HookPull`) adds closed hooks' pull; ``hook_tension`` is their pull at the
+    real pose.
     """
     if load is not None:
         load = check_vector(load, 6, "load").astype(float)
@@ -507,7 +634,7 @@ def solve_contact(
     cmd = base2passive @ commanded
     iterations, converged = 0, True
     for step in _substeps(model, start, cmd):
-        real, contacts, used, settled = _settle(model, step, real, load)
+        real, contacts, used, settled = _settle(model, step, real, load, hook)
         iterations, converged = iterations + used, converged and settled
     if real is cmd:
         real_tcp2base, wrench = commanded.copy(), np.zeros(6)
@@ -515,4 +642,5 @@ def solve_contact(
         real_tcp2base = passive2base @ real
         wrench = model.stiffness * _deformation(cmd, real)
     n_active = int((contacts.distances <= model.tolerance_m).sum())
-    return ContactResult(real_tcp2base, wrench, contacts, n_active, iterations, converged)
+    tension = 0.0 if hook is None else hook.stiffness * max(0.0, float(real[2, 3]) - hook.depth)
+    return ContactResult(real_tcp2base, wrench, contacts, n_active, iterations, converged, tension)

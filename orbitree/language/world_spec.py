@@ -12,6 +12,9 @@ robots:
       mount: {xyz: [0, -0.08, -0.1]}   # camera in the TCP frame (hand-eye result)
       fps: 30 Hz
     latch: {travel_time: 1 s, hook_force: 60 N}   # the docking hooks (sim: contact model on)
+    contact: {stiffness: 100 N/mm, friction: 0.3} # sim: the interfaces touching (defaults)
+    ft_sensor: {noise: [5 N, 0.2 Nm], range: [100 N, 10 Nm], bandwidth: 30 Hz}  # sim (or: ideal)
+    kinematic_errors: {length: 0.1 mm, angle: 0.01 deg}                        # sim, per run
     start: {target: sirom, offset: {xyz: [0.02, 0.17, 0.35], rpy: [-45, 18, 25]}}  # sim
 targets:
   sirom: {board: sirom, pose: {xyz: [0.6, 0.2, 0.0], rpy: [0, 0, 30]}}
@@ -30,6 +33,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orbitree.drivers.sim_ft import UR10E_FT
 from orbitree.language.keys import ROBOT_STATE, robot_key
 from orbitree.language.quantities import (
     AngleDeg,
@@ -41,11 +45,13 @@ from orbitree.language.quantities import (
     PoseField,
     Speed,
     Torque,
+    quantity,
 )
 from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
 
 UR10E_HOME_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+Stiffness = quantity("stiffness")
 
 
 class Strict(BaseModel):
@@ -72,8 +78,42 @@ class CameraSpec(Strict):
 
 
 class LatchSpec(Strict):
-    travel_time: Duration = Field(1.0, gt=0.0, description="sim: time for the hooks to close")
-    hook_force: Force = Field(60.0, gt=0.0, description="sim: pull of the closed hooks")
+    travel_time: Duration = Field(1.0, gt=0.0, description="sim: time for the hooks' full stroke")
+    hook_force: Force = Field(60.0, gt=0.0, description="sim: the most the hook motors pull (they stall there)")
+    preload: Force = Field(30.0, gt=0.0, description="sim: the hooks' pull at full stroke on seated faces")
+
+
+class ContactSpec(Strict):
+    """sim: the interfaces touching (``orbitree.skills.contact``; sources and ranges in README)."""
+
+    stiffness: Stiffness = Field(
+        1.0e5, gt=0.0, description="sim: stiffness from the commanded TCP to the passive face (arm, "
+        "sensor and interfaces in series)")
+    friction: float = Field(0.3, ge=0.0, le=2.0, description="sim: Coulomb friction coefficient, interfaces")
+
+
+class FTSensorSpec(Strict):
+    """sim: the wrist F/T sensor, per axis (force, torque); defaults: the UR10e's built-in sensor
+    (``orbitree.drivers.sim_ft``)."""
+
+    noise: tuple[Force, Torque] = Field(UR10E_FT.noise, description="std of a reading (datasheet precision)")
+    bias: tuple[Force, Torque] = Field(UR10E_FT.bias, description="std of the per-run offset")
+    drift: tuple[Force, Torque] = Field(UR10E_FT.drift, description="random walk of the offset per √minute")
+    range: tuple[Force, Torque] = Field(UR10E_FT.range, description="saturation of each axis")
+    bandwidth: Frequency | None = Field(UR10E_FT.bandwidth, gt=0.0, description="first-order low-pass, null: none")
+
+
+IDEAL_FT_SENSOR = FTSensorSpec(noise=(0.0, 0.0), bias=(0.0, 0.0), drift=(0.0, 0.0), range=(1e9, 1e9),
+                               bandwidth=None)
+
+
+class KinematicErrorSpec(Strict):
+    """sim: the arm as built differs from its nominal DH table by these standard deviations,
+    drawn per run (``orbitree.drivers.sim_robot.perturbed_table``)."""
+
+    length: Length = Field(1e-4, ge=0.0, description="on every d and a")
+    angle: AngleDeg = Field(1e-2, ge=0.0, validate_default=True,
+                            description="on every joint offset and alpha (deg unless units are given)")
 
 
 class StartSpec(Strict):
@@ -109,7 +149,15 @@ class RobotSpec(Strict):
     latch: LatchSpec | None = Field(None, description="docking hooks of the active interface")
     ft: bool = Field(True, description="the arm has a wrist force/torque sensor")
     tcp_speed_limit: Speed = Field(1.0, gt=0.0, description="sim: TCP speed limit")
-    ft_noise: float = Field(0.05, ge=0.0, description="sim: F/T noise (N, N·m, std)")
+    ft_sensor: FTSensorSpec | Literal["ideal"] = Field(
+        default_factory=FTSensorSpec, description="sim: the wrist F/T sensor ('ideal': exact and instant)")
+    kinematic_errors: KinematicErrorSpec = Field(
+        default_factory=KinematicErrorSpec, description="sim: deviations of the arm from its nominal kinematics")
+    contact: ContactSpec = Field(default_factory=ContactSpec, description="sim: the interfaces in contact")
+
+    def ft_model(self) -> FTSensorSpec:
+        """The sensor's figures (``ideal`` spelled out)."""
+        return IDEAL_FT_SENSOR if self.ft_sensor == "ideal" else self.ft_sensor
 
     @field_validator("q0", mode="before")
     @classmethod

@@ -246,8 +246,7 @@ def _sim_devices(robots, targets, ctx, seed):
             cam2tcp=spec.camera.mount.matrix() if spec.camera else None,
             limits=SimRobotLimits(tcp_speed=spec.tcp_speed_limit),
             period=ctx.period,
-            ft_noise_std=spec.ft_noise,
-            seed=np.random.default_rng([seed, i]),
+            **_sim_arm_errors(spec, seed, i),
         )
         camera = None
         if spec.camera is not None:
@@ -259,16 +258,35 @@ def _sim_devices(robots, targets, ctx, seed):
                 seed=seed * 1000 + i,
                 frame_rate_hz=cam.fps,
             )
-        latch, contact, hook_force = None, None, 0.0
+        latch, contact = None, None
         if spec.latch is not None:
-            from orbitree.skills.contact import sirom_contact_model
+            from orbitree.drivers.sim_latch import HookMechanics
+            from orbitree.skills.contact import sirom_contact_model, structural_stiffness
 
-            latch = SimLatch(f"{name}_latch", spec.latch.travel_time)
-            contact, hook_force = sirom_contact_model(), spec.latch.hook_force
-        world.add_robot(robot, camera, latch, contact, hook_force)
+            hooks = HookMechanics(max_pull=spec.latch.hook_force, preload=spec.latch.preload)
+            latch = SimLatch(f"{name}_latch", spec.latch.travel_time, hooks)
+            stiffness = structural_stiffness(spec.contact.stiffness)
+            contact = sirom_contact_model(stiffness, friction=spec.contact.friction)
+        world.add_robot(robot, camera, latch, contact)
         devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
     devices.append(SimWorldDevice(world))
     return devices, world
+
+
+def _sim_arm_errors(spec: RobotSpec, seed: int, index: int) -> dict[str, Any]:
+    """What makes a simulated arm real, drawn from the run seed: its wrist sensor (noise, bias,
+    drift, range, lag) and its kinematics as built (DH deviations)."""
+    import math
+
+    from orbitree.drivers.sim_ft import FTSensorModel
+    from orbitree.drivers.sim_robot import perturbed_table
+    from orbitree.skills.kinematics import UR10E
+
+    ft = spec.ft_model()
+    model = FTSensorModel(ft.noise, ft.bias, ft.drift, ft.range, ft.bandwidth or math.inf)
+    errors = spec.kinematic_errors
+    built = perturbed_table(UR10E, np.random.default_rng([seed, index, 1]), errors.length, errors.angle)
+    return {"ft": model, "true_table": built, "seed": np.random.default_rng([seed, index])}
 
 
 def _hardware_device(name: str, spec: RobotSpec, ctx: Context, base_dir: Path) -> RobotDevice:

@@ -90,3 +90,42 @@ def test_halting_dock_stops_the_arm():
         ("guarded=R preempt?=F dock=R", ["arm.speed_l"], "|F| = 0.0 N, z = 0.00 mm"),  # t=0.0
         ("guarded=S preempt?=S dock=-", ["arm.stop"], "halted: arm stopped"),           # t=0.1
     ])
+
+
+def test_dock_seated_when_the_mean_reading_over_the_hold_is_calm_though_each_reading_is_not():
+    # ±8 N on alternate readings: every reading is over the 5 N limit, their mean is zero (the
+    # UR10e's sensor scatters by ±5 N per reading)
+    bench = dock(seated={"hold": "300 ms"}, filter=0)
+    feedback = []
+    for k in range(4):
+        bench.robot.wrench = np.array([0.0, 0.0, 8.0 if k % 2 == 0 else -8.0, 0.0, 0.0, 0.0])
+        feedback.append((bench.tick(), bench.leaf.feedback_message))
+    assert [f[0] for f in feedback] == ["dock=R", "dock=R", "dock=R", "dock=S"]
+    assert feedback[-1][1] == "seated"
+
+
+def test_dock_with_a_steady_push_over_the_seated_force_is_not_seated():
+    bench = dock(wrench=(0.0, 0.0, 6.0, 0.0, 0.0, 0.0), seated={"hold": "300 ms"}, timeout="1 s", filter=0)
+    assert [bench.tick() for _ in range(10)] == ["dock=R"] * 10
+
+
+def test_dock_over_its_force_limit_stops_the_arm_and_fails_saying_why():
+    bench = dock(OFF, filter=0)
+    bench.run([("dock=R", ["arm.speed_l"], "|F| = 0.0 N, z = 0.00 mm")])
+    bench.robot.wrench = np.array([0.0, 0.0, 120.0, 0.0, 0.0, 0.0])
+    bench.run([("dock=R", ["arm.speed_l"], "|F| = 120.0 N, z = 0.00 mm")])  # one reading may be a spike
+    bench.run([("dock=F", ["arm.stop"], "contact force 120 N over 80 N: the admittance loop does not hold this "
+                                        "contact (too little damping for its stiffness and delay?); stopped")])
+    assert [e["kind"] for e in bench.events] == ["dock_stopped"]
+
+
+def test_dock_that_makes_no_progress_stops_the_arm_and_fails_as_jammed():
+    bench = dock(OFF, wrench=(0.0, 0.0, 2.0, 0.0, 0.0, 0.0), progress={"distance": "0.2 mm", "within": "300 ms"})
+    held = "|F| = 2.0 N, z = 0.00 mm"
+    bench.run([
+        ("dock=R", ["arm.speed_l"], held),  # t=0.0 5.0 mm off: the best so far
+        ("dock=R", ["arm.speed_l"], held),  # the fake arm does not move: no closer
+        ("dock=R", ["arm.speed_l"], held),
+        ("dock=F", ["arm.stop"], "no progress: 5.0 mm from the docked pose for 0.3 s with |F| = 2 N "
+                                 "(jammed or wedged); stopped"),  # t=0.3
+    ])

@@ -19,6 +19,7 @@ robots:
     tool: {{xyz: [0, 0, 200 mm]}}
     camera: {{mount: {{xyz: [0, -90 mm, -160 mm], rpy: [-29.4, 0, 0]}}, fps: 15 Hz, width: 1280, height: 720}}
     start: {{target: sirom, offset: {{xyz: [4 mm, -3 mm, 40 mm]}}}}
+    ft_sensor: ideal   # the guard's logic, reading by reading
 targets:
   sirom: {{pose: {{xyz: [-0.65, 0.1, 0.1], rpy: [0, 0, 30]}}}}
 faults: [{fault}]

@@ -7,6 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.interfaces import Robot, RobotState
+from orbitree.drivers.sim_ft import FTSensorModel
 from orbitree.drivers.sim_robot import UR10E_HOME_Q, SimRobot, SimRobotLimits
 from orbitree.skills import kinematics as kin
 from orbitree.skills import se3
@@ -259,7 +260,7 @@ def test_external_wrench_is_read_in_tcp_frame_and_zero_ft_removes_it() -> None:
 
 def test_same_seed_gives_identical_runs_and_noise() -> None:
     def run(seed: int) -> list[RobotState]:
-        robot = SimRobot(ft_noise_std=np.array([0.5, 0.5, 0.5, 0.02, 0.02, 0.02]), seed=seed)
+        robot = SimRobot(ft=FTSensorModel(noise=(0.5, 0.02)), seed=seed)
         states = []
         for k in range(40):
             robot.speed_l(np.array([0.02, 0.0, -0.01, 0.0, 0.05, 0.0]) * np.sin(0.1 * k))

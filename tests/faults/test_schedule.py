@@ -18,7 +18,7 @@ from tests.conftest import TEST_REGISTRY, FakeDriver, write_mission
 
 ARM = """
 robots:
-  arm: {ft_noise: 0}
+  arm: {ft_sensor: ideal}
 safety: {max_sensor_age: 10 s, protective_stop: false}
 record: {keys: [/robot/arm/*]}
 """

@@ -1,0 +1,113 @@
+"""Complying with contact forces: the wrist wrench, filtered, through the admittance law to a twist.
+
+Shared by the leaves that let the arm yield while something pulls or pushes the tool:
+``capture`` (while the hooks close) and ``admittance_dock`` (until the interfaces seat). Each
+tick :meth:`AdmittanceLoop.sense` takes the wrist reading (TCP frame) and the TCP pose, turns the
+wrench to the base frame at the TCP and filters the fresh readings over ``filter`` with a moving
+median, axis by axis (the UR10e's sensor is noisy, ±5 N per reading, see
+``orbitree.drivers.sim_ft``; a median also ignores a one-reading spike that a mean would pass on
+as a fifth of itself); :meth:`AdmittanceLoop.step` runs the admittance law of
+``orbitree.skills.admittance`` on it and returns the twist for ``speed_l``, held to the speed
+limits.
+
+The window costs delay: n readings lag by about (n − 1)/2 periods. On a stiff contact the loop's
+delay margin is small (``orbitree.skills.admittance.sampled_delay_margin``), so the damping must
+be high enough for the window, the sensor's own lag and the tick together.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from orbitree.language.quantities import AngularSpeed, Duration, Force, Speed, Torque
+from orbitree.skills.admittance import AdmittanceParams, admittance_step
+from orbitree.skills.pbvs import saturate_twist
+from orbitree.skills.se3 import wrench_tcp_to_base
+
+Six = tuple[float, float, float, float, float, float]
+
+
+class DeadBand(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    force: Force = Field(3.0, ge=0.0)
+    torque: Torque = Field(0.2, ge=0.0)
+
+
+class Compliance(BaseModel):
+    """How a leaf complies: the admittance law, the reading filter and the twist's limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mass: Six = Field((11.25, 11.25, 11.25, 0.5, 0.5, 0.5), description="kg, kg·m² (UR's URScript example)")
+    damping: Six = Field((4000.0, 4000.0, 4000.0, 80.0, 80.0, 80.0), description="N·s/m, N·m·s/rad")
+    dead_band: DeadBand = DeadBand()
+    filter: Duration = Field(0.04, ge=0.0, description="moving median of the wrist readings over this long")
+    max_speed: Speed = Field(0.02, gt=0.0, description="limit on the commanded TCP speed")
+    max_angular_speed: AngularSpeed = Field(0.2, gt=0.0, description="limit on the commanded TCP rotation rate")
+    acceleration: float = Field(2.0, gt=0.0, description="speed_l acceleration, m/s²")
+    max_force: Force = Field(80.0, gt=0.0, description="stop and fail at two readings in a row above this")
+
+
+class AdmittanceLoop:
+    """The state of one compliant motion: the reading window, the twist, the law's offset."""
+
+    def __init__(self, law: AdmittanceParams, period: float, filter_s: float, max_speed: float,
+                 max_angular_speed: float) -> None:
+        self.law = law
+        self.period = period
+        self.window = max(1, round(filter_s / period) + 1) if filter_s > 0.0 else 1
+        self.max_speed, self.max_angular_speed = max_speed, max_angular_speed
+        self.reset()
+
+    @classmethod
+    def from_params(cls, params: Compliance, period: float,
+                    stiffness: Six = (0.0,) * 6) -> AdmittanceLoop:
+        law = AdmittanceParams(params.mass, params.damping, stiffness, force_dead_band=params.dead_band.force,
+                               torque_dead_band=params.dead_band.torque)
+        return cls(law, period, params.filter, params.max_speed, params.max_angular_speed)
+
+    def reset(self) -> None:
+        self.readings: deque[np.ndarray] = deque(maxlen=self.window)
+        self.over = 0  # fresh readings in a row above a force limit
+        self.raw_force = 0.0  # the newest reading's force (N)
+        self.twist = np.zeros(6)
+        self.offset = np.zeros(6)
+        self.wrench = np.zeros(6)  # the filtered wrench, base frame at the TCP
+
+    @property
+    def delay(self) -> float:
+        """What the filter adds to the loop's delay (s): about (n − 1)/2 periods."""
+        return 0.5 * (self.window - 1) * self.period
+
+    def sense(self, wrench_tcp: np.ndarray, tcp2base: np.ndarray, fresh: bool = True) -> np.ndarray:
+        """Take a reading (a stale one is not counted twice); the filtered wrench, base frame."""
+        if fresh or not self.readings:
+            self.readings.append(wrench_tcp_to_base(np.asarray(wrench_tcp, dtype=float), tcp2base))
+            self.raw_force = float(np.linalg.norm(self.readings[-1][:3]))
+        self.wrench = np.median(self.readings, axis=0)
+        return self.wrench
+
+    def overloaded(self, limit: float, fresh: bool = True) -> bool:
+        """Two fresh readings in a row above ``limit`` (N): raw readings, not the filter, so that
+        an oscillation the median would flatten still counts, and one spike does not."""
+        if fresh:
+            self.over = self.over + 1 if self.raw_force > limit else 0
+        return self.over >= 2
+
+    @property
+    def ready(self) -> bool:
+        """The window is full: the filter can be trusted (a one-reading spike is outvoted)."""
+        return len(self.readings) == self.window
+
+    def step(self) -> np.ndarray:
+        """One tick of the law on the filtered wrench: the twist to send, within the limits;
+        zero until the window is full."""
+        if not self.ready:
+            return self.twist
+        twist, offset = admittance_step(self.wrench, self.twist, self.offset, self.period, self.law)
+        # the law goes on from what the arm is told, not from beyond the limits (no wind-up)
+        self.twist = saturate_twist(twist, self.max_speed, self.max_angular_speed)
+        self.offset = self.offset + self.period * self.twist if not np.allclose(twist, self.twist) else offset
+        return self.twist
