@@ -131,6 +131,24 @@ exit codes: 0 every run succeeded; 1 a run did not; 2 bad input; 130 interrupted
     )
     with_set(campaign)
 
+    calibrate = sub.add_parser("calibrate", help="Monte Carlo of a kinematic calibration method",
+                               formatter_class=_Raw)
+    methods = calibrate.add_subparsers(dest="method", required=True, metavar="METHOD")
+    circle = methods.add_parser(
+        "circle-point", help="simulate and identify a circle-point calibration N times", formatter_class=_Raw,
+        epilog="""examples:
+  orbitree calibrate circle-point missions/calibration/kr5_circle_point.yaml --iterations 10000 -o out/kr5
+  orbitree calibrate circle-point kr5.yaml --iterations 1000000 --scheduler tcp://host:8786 -o out/kr5_1m
+exit codes: 0 written; 2 bad input (file:line:col) or no Dask scheduler; 130 interrupted (outputs of what ran)""",
+    )
+    circle.add_argument("config", type=Path, help="circle-point calibration file (YAML)")
+    circle.add_argument("-o", "--output", type=Path, required=True, help="output directory")
+    circle.add_argument("--iterations", type=_positive, help="Monte Carlo iterations (default: the file's)")
+    circle.add_argument("--seed", type=int, help="seed (default: the file's); a seed gives the same samples")
+    circle.add_argument("--workers", type=_positive, help="local worker processes (default: CPUs)")
+    circle.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
+    circle.add_argument("--no-progress", action="store_true", help="no progress bar (shown from 50k iterations)")
+
     report = sub.add_parser("report", help="plots of a mission log or a campaign directory", formatter_class=_Raw,
                             epilog="""examples:
   orbitree report run.jsonl -o report/       error convergence, adaptive gain, docking forces
@@ -212,7 +230,7 @@ def _positive(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"run": _run, "validate": _validate, "schema": _schema, "tree": _tree}
-    handlers |= {"campaign": _campaign, "report": _report}
+    handlers |= {"campaign": _campaign, "report": _report, "calibrate": _calibrate}
     handlers |= {"replay": _replay, "board": _board, "import-btcpp": _import_btcpp}
     handler = handlers[args.command]
     try:
@@ -399,6 +417,13 @@ def _campaign(args: argparse.Namespace) -> int:
     if result.interrupted:
         return 130
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from orbitree.calibration.command import circle_point
+
+    return circle_point(args.config, args.output, iterations=args.iterations, seed=args.seed,
+                        workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("orbitree.runtime",),
     ("orbitree.report", "orbitree.views"),  # siblings: neither imports the other
     ("orbitree.campaign",),
+    ("orbitree.calibration",),  # Monte Carlo of calibrations: uses campaign's Dask connection
     ("orbitree.cli",),
 ]
 # views draw snapshots and logs: of the layers below they may only import these
