@@ -8,7 +8,7 @@ YAML::
         mass: [11.25, 11.25, 11.25, 0.5, 0.5, 0.5]     # UR's URScript example (defaults)
         damping: [12.5, 12.5, 12.5, 1.0, 1.0, 1.0]
         dead_band: {force: 3 N, torque: 0.2 Nm}
-        filter: 40 ms               # moving median of the wrist readings (default)
+        filter: 24 ms               # moving median of the wrist readings (default)
         seated: {force: 5 N, torque: 0.5 Nm, position: 1.5 mm, angle: 1 deg, hold: 300 ms}
         max_speed: 20 mm/s          # limits on the commanded twist (defaults)
         max_angular_speed: 0.2 rad/s
@@ -32,7 +32,8 @@ loop is not holding the contact: on a stiff contact an admittance loop with too 
 its delay oscillates, ``orbitree.skills.admittance.sampled_delay_margin``), or when the TCP has
 not come ``progress.distance`` closer to its docked pose within ``progress.within`` while not
 placed (jammed or wedged: friction holds the tool off its seat). The peak filtered contact force
-is written to the run summary (``dock_peak_force_n``); a stop is a ``dock_stopped`` event.
+is written to the run summary (``dock_peak_force_n``); a stop is a ``dock_stopped`` event and the
+summary's ``dock_stopped`` (the reason).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class AdmittanceDockParams(MotionParams):
     damping: Six = (12.5, 12.5, 12.5, 1.0, 1.0, 1.0)
     stiffness: Six = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     dead_band: DeadBand = DeadBand()
-    filter: Duration = Field(0.04, ge=0.0, description="moving median of the wrist readings over this long")
+    filter: Duration = Field(0.024, ge=0.0, description="moving median of the wrist readings over this long")
     seated: Seated = Seated()
     max_speed: Speed = Field(0.02, gt=0.0, description="limit on the commanded TCP speed")
     max_angular_speed: AngularSpeed = Field(0.2, gt=0.0, description="limit on the commanded TCP rotation rate")
@@ -136,6 +137,7 @@ class AdmittanceDock(MotionLeaf):
         if stop is not None:
             self.feedback_message = stop
             self.ctx.event("dock_stopped", node=self.name, reason=stop)
+            self.ctx.summary["dock_stopped"] = stop
             return Status.FAILURE
         if self.ctx.now >= self.deadline:
             self.feedback_message = f"not seated after {self.params.timeout:g} s"

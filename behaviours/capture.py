@@ -17,11 +17,12 @@ The leaf runs until the latch reports CLOSED (SUCCESS; the arm is stopped) or FA
 jammed or closed on nothing; the latch's reason, when it gives one, is the feedback) or
 ``timeout`` passes (FAILURE); failed or halted before CLOSED, it reopens them. At two wrist
 readings in a row above ``comply.max_force`` the arm stops and the capture fails: the compliance
-is not holding the contact. Outside the envelope the hooks are not touched and the leaf fails at once,
-naming the axes out of range. The error is written to ``/capture/error`` and to the run summary
-(``final_error``, ``in_capture_envelope``; ``capture_peak_force_n``, the largest filtered wrist
-force while the hooks closed); in the simulated world the summary also gets the error against
-ground truth (``final_error_true``, ``in_capture_envelope_true``), which the leaf never acts on.
+is not holding the contact. Outside the envelope the hooks are not touched and the leaf fails at
+once, naming the axes out of range. The error is written to ``/capture/error`` and to the run
+summary (``final_error``, ``in_capture_envelope``; ``capture_peak_force_n``, the largest filtered
+wrist force while the hooks closed; ``capture_failed``, why the hooks did not close); in the
+simulated world the summary also gets the error against ground truth (``final_error_true``,
+``in_capture_envelope_true``), which the leaf never acts on.
 """
 
 from __future__ import annotations
@@ -97,8 +98,7 @@ class Capture(MotionLeaf):
             return Status.SUCCESS
         if state == LatchState.FAULT or self.ctx.now >= self.deadline:
             reason = getattr(getattr(self.latch, "inner", None), "fault", None)
-            self.feedback_message = f"hooks did not close ({reason or state.name.lower()})"
-            return Status.FAILURE
+            return self._failed(f"hooks did not close ({reason or state.name.lower()})")
         self.feedback_message = f"hooks {state.name.lower()}"
         if self.loop is not None:
             return self._comply()
@@ -115,13 +115,17 @@ class Capture(MotionLeaf):
             self.peak_force = max(self.peak_force, magnitude)
             self.ctx.summary["capture_peak_force_n"] = round(self.peak_force, 3)
         if self.loop.overloaded(comply.max_force, fresh):
-            self.feedback_message = (f"contact force {self.loop.raw_force:.0f} N over {comply.max_force:g} N "
-                                     "while the hooks closed: the compliance does not hold this contact; stopped")
             self.ctx.event("contact_force_limit", node=self.name, force_n=round(self.loop.raw_force, 3))
-            return Status.FAILURE
+            return self._failed(f"contact force {self.loop.raw_force:.0f} N over {comply.max_force:g} N while the "
+                                "hooks closed: the compliance does not hold this contact; stopped")
         self.speed_l(self.loop.step(), comply.acceleration)
         self.feedback_message += f", |F| = {magnitude:.1f} N"
         return Status.RUNNING
+
+    def _failed(self, why: str) -> Status:
+        self.feedback_message = why
+        self.ctx.summary["capture_failed"] = why
+        return Status.FAILURE
 
     def _record(self, error: EnvelopeError, inside: bool) -> None:
         """The error on the blackboard and in the summary; in simulation also against ground truth."""

@@ -15,8 +15,9 @@ hard the hooks pull), with the mechanics of :class:`HookMechanics`:
   ``preload / stiffness`` past it; engaged, the hooks pull the tool toward the face with
   ``stiffness × (gap − tip depth)`` (solved with the contact model by the world);
 * the motors pull at most ``max_pull``: the stroke advances only as far as that pull allows
-  (the stroke waits for the arm to follow); held there for ``stall_time`` the hooks have stalled
-  and the latch reports FAULT, a jam (``fault`` says why);
+  (the stroke waits for the arm to follow); pulling at 90 % of it or more for ``stall_time``
+  with less than ``min_progress`` of stroke gained, the hooks have stalled and the latch reports
+  FAULT, a jam (``fault`` says why);
 * CLOSED only at the end of the stroke with the passive in the hooks, which the stroke's end
   means seated within ``(max_pull − preload) / stiffness`` of the face; a full stroke with
   nothing engaged is a FAULT too (the passive was not within reach).
@@ -35,7 +36,8 @@ from orbitree.drivers.interfaces import LatchState
 @dataclass(frozen=True)
 class HookMechanics:
     """Reach (m), the share of the stroke spent swinging in, linkage stiffness (N/m), motor pull
-    and preload (N), and how long a stall may last before it is a jam (s)."""
+    and preload (N), and how long a stall may last (s) gaining less than ``min_progress`` of the
+    stroke (1 %: 0.2 mm of the tips' travel) before it is a jam."""
 
     reach_lateral: float = 0.008
     reach_axial: float = 0.012
@@ -44,6 +46,7 @@ class HookMechanics:
     max_pull: float = 60.0
     preload: float = 30.0
     stall_time: float = 0.5
+    min_progress: float = 0.01
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.swing < 1.0:
@@ -89,7 +92,8 @@ class SimLatch:
         self.jammed = False
         self.engaged = False  # the hooks hold the passive's catches
         self.fault: str | None = None  # why the latch reports FAULT (a jam, an empty closure)
-        self._stalled = 0.0
+        self._stalled = 0.0  # time pulling hard without progress
+        self._stall_from = 0.0  # the stroke when that began
 
     def setup(self) -> None:
         pass
@@ -99,7 +103,7 @@ class SimLatch:
 
     def close(self) -> None:
         if not self.jammed:
-            self._direction, self.fault, self._stalled = 1, None, 0.0
+            self._direction, self.fault, self._stalled, self._stall_from = 1, None, 0.0, self.closure
 
     def open(self) -> None:
         if not self.jammed:
@@ -151,16 +155,17 @@ class SimLatch:
             slope = (hooks.reach_axial + hooks.preload / hooks.stiffness) / (1.0 - hooks.swing)
             room = max(0.0, hooks.max_pull - passive.tension) / hooks.stiffness / slope
             wanted = max(self.closure, min(wanted, max(self.closure, hooks.swing) + room))
-        if wanted - self.closure < 1e-9 * dt / self.travel_time + 1e-12:
+        pull = 0.0 if passive is None else passive.tension
+        if pull < 0.9 * hooks.max_pull or wanted - self._stall_from >= hooks.min_progress:
+            self._stalled, self._stall_from = 0.0, wanted
+        else:
             self._stalled += dt
             if self._stalled >= hooks.stall_time - 1e-9:
-                pull = 0.0 if passive is None else passive.tension
                 gap = "" if passive is None else f", the passive {passive.gap * 1e3:.1f} mm off the face"
                 self.fault = (f"jammed: the hooks stalled at {self.closure:.0%} of their stroke pulling "
                               f"{pull:.0f} N{gap}")
                 self._direction = 0
-            return
-        self._stalled = 0.0
+                return
         self.closure = wanted
         if self.closure >= 1.0:
             self._direction = 0

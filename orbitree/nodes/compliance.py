@@ -41,9 +41,9 @@ class Compliance(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     mass: Six = Field((11.25, 11.25, 11.25, 0.5, 0.5, 0.5), description="kg, kg·m² (UR's URScript example)")
-    damping: Six = Field((4000.0, 4000.0, 4000.0, 80.0, 80.0, 80.0), description="N·s/m, N·m·s/rad")
+    damping: Six = Field((24000.0, 24000.0, 24000.0, 960.0, 960.0, 960.0), description="N·s/m, N·m·s/rad")
     dead_band: DeadBand = DeadBand()
-    filter: Duration = Field(0.04, ge=0.0, description="moving median of the wrist readings over this long")
+    filter: Duration = Field(0.024, ge=0.0, description="moving median of the wrist readings over this long")
     max_speed: Speed = Field(0.02, gt=0.0, description="limit on the commanded TCP speed")
     max_angular_speed: AngularSpeed = Field(0.2, gt=0.0, description="limit on the commanded TCP rotation rate")
     acceleration: float = Field(2.0, gt=0.0, description="speed_l acceleration, m/s²")
@@ -57,7 +57,7 @@ class AdmittanceLoop:
                  max_angular_speed: float) -> None:
         self.law = law
         self.period = period
-        self.window = max(1, round(filter_s / period) + 1) if filter_s > 0.0 else 1
+        self.window = max(1, round(filter_s / period))  # readings the median takes
         self.max_speed, self.max_angular_speed = max_speed, max_angular_speed
         self.reset()
 

@@ -11,6 +11,7 @@ import pytest
 from orbitree.behaviours.catalogue import load_mission
 from orbitree.drivers.interfaces import LatchState
 from orbitree.drivers.sim_latch import HookMechanics, Passive, SimLatch
+from orbitree.nodes.compliance import AdmittanceLoop, Compliance
 from orbitree.runtime.executive import Executive
 
 MISSION = Path(__file__).resolve().parents[2] / "missions" / "sirom_dock.yaml"
@@ -65,10 +66,10 @@ def test_engaged_hooks_stall_at_their_motors_pull_and_report_the_jam():
     assert latch.fault.startswith("jammed: the hooks stalled at") and "2.0 mm off the face" in latch.fault
 
 
-def world(offset: str):
+def world(offset: str, *overrides: str):
     mission = load_mission(MISSION, [f"robots.arm.start={{target: sirom, offset: {offset}}}",
                                      "robots.arm.ft_sensor=ideal",
-                                     "robots.arm.kinematic_errors={length: 0, angle: 0}"])
+                                     "robots.arm.kinematic_errors={length: 0, angle: 0}", *overrides])
     sim = Executive(mission).ctx.world
     for _ in range(3):
         sim.step(DT)
@@ -111,3 +112,38 @@ def test_hooks_closed_far_from_any_target_close_on_nothing():
     trace = close_still(sim, 1.2)
     assert trace[-1][1] == LatchState.FAULT and sim.latches["arm"].fault.startswith("closed on nothing")
     assert max(f for _, _, f in trace) == 0.0
+
+
+def close_complying(friction: float, seconds: float = 8.0):
+    """Close the hooks on a tool 2 mm off centre and 9 mm out (inside the capture envelope),
+    the arm complying as ``capture`` makes it (the admittance on the wrist reading); the latch's
+    last state, the tool's offset from seated (mm, passive frame) and the time it took."""
+    sim = world("{xyz: [2 mm, 0, 9 mm]}", f"robots.arm.contact.friction={friction}")
+    robot, latch, dock = sim.robots["arm"], sim.latches["arm"], sim.docking["arm"]
+    loop = AdmittanceLoop.from_params(Compliance(), DT)
+    latch.close()
+    steps = 0
+    while steps < round(seconds / DT):
+        steps += 1
+        state = robot.read()
+        loop.sense(state.wrench, state.tcp2base)
+        robot.speed_l(loop.step(), 2.0)
+        sim.step(DT)
+        if latch.state() in (LatchState.CLOSED, LatchState.FAULT):
+            break
+    offset = np.linalg.solve(sim.targets["sirom"], dock.real)[:3, 3] * 1e3
+    return latch, offset, steps * DT
+
+
+def test_friction_beyond_the_chamfers_45_degrees_wedges_the_petals_and_the_hooks_report_the_jam():
+    # μ = 0.3 (friction angle 17°): the petals landing on the 45° chamfer slide in, the arm
+    # yielding sideways at F/D, and the hooks close on the seated passive
+    slides, offset, took = close_complying(0.3)
+    assert slides.state() == LatchState.CLOSED
+    assert offset[2] < 0.5 and abs(offset[0]) < 0.6 and took < 6.0
+    # μ = 1.2 (50°, beyond the chamfer's 45°): the petals stick where they land, the hooks stall
+    # at their 60 N and the latch says so
+    sticks, offset, took = close_complying(1.2)
+    assert sticks.state() == LatchState.FAULT
+    assert sticks.fault.startswith("jammed: the hooks stalled") and "pulling 60 N" in sticks.fault
+    assert offset[2] > 3.0 and abs(offset[0] + 2.0) < 0.1  # still 2 mm off centre, 3 mm out

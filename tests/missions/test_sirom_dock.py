@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MISSION = ROOT / "missions" / "sirom_dock.yaml"
 SEARCH = Path(__file__).with_name("search_only.yaml")
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
-PEAK_FORCE_LIMIT_N = 80.0  # hook pull 60 N plus the chamfers' reaction; README "Docking"
+PEAK_FORCE_LIMIT_N = 80.0  # the hooks' 60 N and the sensor's noise; README "Docking physics"
 
 
 def _status_trace(log) -> list[tuple[float, str, str]]:
@@ -40,7 +40,7 @@ def _last(log, key: str, before: float = float("inf")):
     return value
 
 
-def test_seed_misalignment_converges_captures_inside_envelope_and_seats(tmp_path):
+def test_seed_misalignment_converges_captures_inside_envelope_and_seats_with_a_real_arm_and_sensor(tmp_path):
     summary_path, log_path = tmp_path / "run.json", tmp_path / "run.jsonl"
     target = "targets.sirom.pose={xyz: [-0.6, 0.05, 0.1], rpy: [0, 0, 15]}"
     code = main(["run", str(MISSION), "--view", "none", "--set", SEED_START, "--set", target,
@@ -61,7 +61,10 @@ def test_seed_misalignment_converges_captures_inside_envelope_and_seats(tmp_path
     assert 0 < summary["max_contact_force_n"] < PEAK_FORCE_LIMIT_N
     assert set(summary["phase_s"]) == {"search", "approach", "capture", "dock", "abandon"}
     assert summary["phase_s"]["abandon"] == 0.0
-    assert summary["phase_s"]["approach"] > 5.0 and summary["phase_s"]["capture"] == pytest.approx(1.0, abs=0.05)
+    # the hooks' stroke takes 1 s; complying at F/D (60 N / 24000 N·s/m = 2.5 mm/s) the arm
+    # follows them in: the capture takes a little longer, and its peak is the hooks' pull
+    assert summary["phase_s"]["approach"] > 5.0 and 1.0 <= summary["phase_s"]["capture"] < 3.0
+    assert summary["capture_peak_force_n"] < 70.0 and summary["true_max_contact_force_n"] < 65.0
     # the target was placed by --set: the tool ends on it (ground truth seen through the log)
     seated = np.array(_last(log, "/robot/arm/tcp_pose"))
     assert np.linalg.norm(seated[:3, 3] - [-0.6, 0.05, 0.1]) < 0.004
