@@ -64,7 +64,7 @@ def test_seed_misalignment_converges_captures_inside_envelope_and_seats_with_a_r
     # the hooks' stroke takes 1 s; complying at F/D (60 N / 24000 N·s/m = 2.5 mm/s) the arm
     # follows them in: the capture takes a little longer, and its peak is the hooks' pull
     assert summary["phase_s"]["approach"] > 5.0 and 1.0 <= summary["phase_s"]["capture"] < 3.0
-    assert summary["capture_peak_force_n"] < 70.0 and summary["true_max_contact_force_n"] < 65.0
+    assert summary["capture_peak_force_n"] < 75.0 and summary["true_max_contact_force_n"] < 65.0
     # the target was placed by --set: the tool ends on it (ground truth seen through the log)
     seated = np.array(_last(log, "/robot/arm/tcp_pose"))
     assert np.linalg.norm(seated[:3, 3] - [-0.6, 0.05, 0.1]) < 0.004

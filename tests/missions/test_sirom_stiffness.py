@@ -72,7 +72,7 @@ def test_a_sample_of_the_sweep_docks_at_both_ends_of_the_range(case, tmp_path):
     # the hooks' motors pull at most 60 N; the arm yields at F/D (2.5 mm/s) and nothing else loads
     # the tool: the peak on the tool stays at the hooks' pull, soft or stiff
     assert summary["true_max_contact_force_n"] < 65.0
-    assert summary["capture_peak_force_n"] < 70.0  # the filtered wrist reading: 60 N and the noise
+    assert summary["capture_peak_force_n"] < 75.0  # the filtered wrist reading: 60 N and the noise
     assert 1.0 <= summary["phase_s"]["capture"] < 3.0 and summary["phase_s"]["dock"] < 6.0
     print(f"\n{case}: capture {summary['phase_s']['capture']:.2f} s, dock {summary['phase_s']['dock']:.2f} s, "
           f"peak on the tool {summary['true_max_contact_force_n']:.1f} N")
