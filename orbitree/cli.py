@@ -198,11 +198,7 @@ def _import_btcpp(args: argparse.Namespace) -> int:
 
     data = read_btcpp(args.xml, default_registry())  # MissionError: exit 2, said by main()
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return _write_out(text, args.output)
 
 
 def _board(args: argparse.Namespace) -> int:
@@ -325,15 +321,20 @@ def _validate(args: argparse.Namespace) -> int:
     return worst
 
 
+def _write_out(text: str, output: Path | None) -> int:
+    """Write a command's output to ``output``, or to stdout without one."""
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from orbitree.behaviours.catalogue import mission_schema
 
     text = json.dumps(mission_schema(), indent=2) + "\n"
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return _write_out(text, args.output)
 
 
 def _tree(args: argparse.Namespace) -> int:
@@ -348,11 +349,7 @@ def _tree(args: argparse.Namespace) -> int:
         text = to_btcpp(mission.root, default_registry(), mission.name, mission.recovery)
     else:
         text = (ascii_tree(mission.root) if args.format == "ascii" else dot_tree(mission.root)) + "\n"
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return _write_out(text, args.output)
 
 
 def _replay(args: argparse.Namespace) -> int:
