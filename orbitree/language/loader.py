@@ -46,9 +46,11 @@ class MissionModel(BaseModel):
 
     mission: str = Field(min_length=1, description="mission name, used in logs and summaries")
     description: str = ""
-    rate_hz: Frequency = Field(125.0, gt=0.0, description="tick rate of the executive")
+    # upper bounds: a tick costs tens of microseconds at the least, and the run keeps one timing
+    # per tick; 10 kHz is 20x the UR e-Series RTDE rate, a week of mission time a long campaign
+    rate_hz: Frequency = Field(125.0, gt=0.0, le=10_000.0, description="tick rate of the executive")
     max_duration: Duration = Field(
-        600.0, gt=0.0, description="mission time after which the run is halted and fails"
+        600.0, gt=0.0, le=7 * 86_400.0, description="mission time after which the run is halted and fails"
     )
     seed: int = Field(0, description="seed of the run's random generator (--seed overrides)")
     blackboard: dict[BlackboardKey, SIValue] = Field(

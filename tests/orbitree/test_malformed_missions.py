@@ -182,6 +182,16 @@ CASES: list[Case] = [
         "mission: m\nmax_duration: 0 s\ntree: {wait: 1 s}\n",
         (at(2, 15, "max_duration", "greater than 0"),),
     ),
+    Case(
+        "rate-beyond-ten-kilohertz",
+        "mission: m\nrate_hz: 50 kHz\ntree: {wait: 1 s}\n",
+        (at(2, 10, "rate_hz", "less than or equal to 10000"),),
+    ),
+    Case(
+        "max-duration-beyond-a-week",
+        "mission: m\nmax_duration: 1e9 s\ntree: {wait: 1 s}\n",
+        (at(2, 15, "max_duration", "less than or equal to 604800"),),
+    ),
     # ---- node shapes ---------------------------------------------------------------------
     Case(
         "unknown-node-kind",
