@@ -135,9 +135,9 @@ def max_despin_torque(grasp: Grasp, axis: np.ndarray, max_force: float, max_mome
     moment_limit = float(max_moment)
     if math.isnan(moment_limit) or moment_limit <= 0.0:
         raise ValueError(f"max_moment must be > 0 (inf for none), got {max_moment}")
-    unit = distribute(grasp, np.concatenate([np.zeros(3), direction]))
-    made = grasp.matrix @ unit.reshape(-1)
-    if np.linalg.norm(made - np.concatenate([np.zeros(3), direction])) > 1e-9:
+    wanted = np.concatenate([np.zeros(3), direction])
+    unit = distribute(grasp, wanted)
+    if np.linalg.norm(grasp.mobility @ (grasp.matrix @ unit.reshape(-1) - wanted)) > 1e-9:
         raise ValueError(f"the grasp cannot make a torque about {direction.round(6).tolist()}")
     forces = np.linalg.norm(unit[:, :3], axis=1).max()
     moments = np.linalg.norm(unit[:, 3:], axis=1).max()
@@ -147,8 +147,9 @@ def max_despin_torque(grasp: Grasp, axis: np.ndarray, max_force: float, max_mome
 
 
 def despin_wrenches(profile: DespinProfile, t: float, grasp: Grasp) -> np.ndarray:
-    """The wrenches (n, 6) each arm applies on the body at ``t`` s: the profile's torque with no net
-    force and no internal part, world axes at the contacts."""
+    """The wrenches (n, 6) each arm applies on the body at ``t`` s: the profile's torque with no
+    internal part (and no net force on a free body; a mount takes what the grasp's mobility leaves
+    to it), world axes at the contacts."""
     return distribute(grasp, np.concatenate([np.zeros(3), profile.torque(t)]))
 
 

@@ -19,6 +19,12 @@ per arm it is ``w = S (G S)⁺ w_net``, and the split is the standard closed for
 A squeeze along the line between two contacts is internal whatever ``L``; how a pair of opposing
 pad moments is split does depend on it (internal forces are not unique, which is why ``L`` is
 explicit). Choosing ``L = max_moment / max_force`` spends both capacities evenly.
+
+A mounted body moves only along some directions: ``mobility`` (k, 6) keeps the net-wrench
+components that move it (``B G`` in place of ``G`` above). A free body: all six (the default). The
+seed's mockup on a gimbal near its centre of mass: the three moments, ``[[0, I]]``; the net force
+goes into the pivot, so it counts as internal and is nulled (it only loads the gimbal). A bearing
+about a unit axis ``a``: ``[[0, 0, 0, a]]``.
 """
 
 from __future__ import annotations
@@ -33,13 +39,14 @@ from orbitree.skills.se3 import skew
 
 @dataclass(frozen=True)
 class Grasp:
-    """``points`` (n, 3) m, ``length`` L (m, >= 0), ``matrix`` G (6, 6n) and ``distribution``
-    S (G S)⁺ (6n, 6). ``length = 0`` distributes with forces only (then the split is exact only for
-    wrenches without moments); build one with :func:`make_grasp`."""
+    """``points`` (n, 3) m, ``length`` L (m, >= 0), ``matrix`` G (6, 6n), ``mobility`` B (k, 6) and
+    ``distribution`` S (B G S)⁺ B (6n, 6). ``length = 0`` distributes with forces only (then the
+    split is exact only for wrenches without moments); build one with :func:`make_grasp`."""
 
     points: np.ndarray
     length: float
     matrix: np.ndarray
+    mobility: np.ndarray
     distribution: np.ndarray
 
     @property
@@ -47,9 +54,10 @@ class Grasp:
         return len(self.points)
 
 
-def make_grasp(points: np.ndarray, length: float | None = None) -> Grasp:
+def make_grasp(points: np.ndarray, length: float | None = None, mobility: np.ndarray | None = None) -> Grasp:
     """The grasp of contacts at ``points`` (n, 3), n >= 2, world axes, m from the reference point.
-    ``length`` defaults to the contacts' mean distance from the reference point (1 m if all are on it)."""
+    ``length`` defaults to the contacts' mean distance from the reference point (1 m if all are on
+    it); ``mobility`` (k, 6), 1 <= k <= 6, to the identity (a free body)."""
     pts = np.asarray(points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 2:
         raise ValueError(f"points must have shape (n, 3) with n >= 2, got {pts.shape}")
@@ -61,6 +69,9 @@ def make_grasp(points: np.ndarray, length: float | None = None) -> Grasp:
     length = float(length)
     if not math.isfinite(length) or length < 0.0:
         raise ValueError(f"length must be finite and >= 0, got {length}")
+    rows = np.eye(6) if mobility is None else np.asarray(mobility, dtype=float)
+    if rows.ndim != 2 or rows.shape[1] != 6 or not 1 <= len(rows) <= 6 or not np.isfinite(rows).all():
+        raise ValueError(f"mobility must be a finite (k, 6) array with 1 <= k <= 6, got shape {rows.shape}")
     n = len(pts)
     matrix = np.zeros((6, 6 * n))
     scale = np.ones(6 * n)
@@ -69,8 +80,8 @@ def make_grasp(points: np.ndarray, length: float | None = None) -> Grasp:
         matrix[3:, 6 * i:6 * i + 3] = skew(point)
         matrix[3:, 6 * i + 3:6 * i + 6] = np.eye(3)
         scale[6 * i + 3:6 * i + 6] = length
-    distribution = scale[:, None] * np.linalg.pinv(matrix * scale[None, :])
-    return Grasp(pts, length, matrix, distribution)
+    distribution = scale[:, None] * np.linalg.pinv(rows @ matrix * scale[None, :]) @ rows
+    return Grasp(pts, length, matrix, rows, distribution)
 
 
 def _wrenches(grasp: Grasp, wrenches: np.ndarray) -> np.ndarray:
@@ -88,9 +99,10 @@ def net_wrench(grasp: Grasp, wrenches: np.ndarray) -> np.ndarray:
 
 
 def distribute(grasp: Grasp, net: np.ndarray) -> np.ndarray:
-    """Per-contact wrenches (n, 6) that make ``net`` (6,) with no internal part (the weighted
-    minimum-norm solution). With ``length = 0``, a net moment about the line through two contacts
-    cannot be made by forces alone: that component is dropped (least squares)."""
+    """Per-contact wrenches (n, 6) that make the moving part ``B·net`` of ``net`` (6,) with no
+    internal part (the weighted minimum-norm solution; what the mount takes is left to it). With
+    ``length = 0``, a net moment about the line through two contacts cannot be made by forces
+    alone: that component is dropped (least squares)."""
     wrench = np.asarray(net, dtype=float)
     if wrench.shape != (6,) or not np.isfinite(wrench).all():
         raise ValueError(f"net must be a finite (6,) wrench, got {wrench}")
@@ -98,8 +110,8 @@ def distribute(grasp: Grasp, net: np.ndarray) -> np.ndarray:
 
 
 def split_wrenches(grasp: Grasp, wrenches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(motion, internal), each (n, 6): ``motion`` makes the same net wrench with no internal part,
-    ``internal = wrenches − motion`` makes none (``G · internal = 0``)."""
+    """(motion, internal), each (n, 6): ``motion`` makes the same moving wrench with no internal
+    part, ``internal = wrenches − motion`` makes none (``B G · internal = 0``)."""
     array = _wrenches(grasp, wrenches)
     motion = distribute(grasp, grasp.matrix @ array.reshape(-1))
     return motion, array - motion

@@ -47,6 +47,17 @@ def test_the_internal_part_makes_no_net_wrench_and_the_motion_part_none_internal
     np.testing.assert_allclose(gp.split_wrenches(gp.make_grasp(PADS), pads_moments)[1], pads_moments, atol=1e-12)
 
 
+def test_pads_on_one_face_of_a_gimbal_mounted_body_despin_with_parallel_forces_the_pivot_takes():
+    # the seed's pads sit "on either side of the task panel": one face, 0.5 m apart, 0.6 m out
+    pads = np.array([[0.6, 0.25, 0.0], [0.6, -0.25, 0.0]])
+    torque = np.array([0, 0, 0, 0, 0, 6.0])
+    gimbal = gp.distribute(gp.make_grasp(pads, 0.0, mobility=np.hstack([np.zeros((3, 3)), np.eye(3)])), torque)
+    np.testing.assert_allclose(np.linalg.norm(gimbal[:, :3], axis=1), 6.0 / (2 * 0.65), atol=1e-12)  # τ/(2|p|)
+    np.testing.assert_allclose(np.sum(gimbal[:, :3] * pads, axis=1), 0.0, atol=1e-12)  # ⟂ to each lever arm
+    free = gp.distribute(gp.make_grasp(pads, 0.0), torque)  # no pivot: a couple across the 0.5 m between pads
+    np.testing.assert_allclose(free[:, :3], [[-12.0, 0, 0], [12.0, 0, 0]], atol=1e-12)
+
+
 def _pad_rotations() -> np.ndarray:
     """Pad frames (3, 3) to world: z along each pad's outward normal (+x for the first, −x for the second)."""
     first = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
