@@ -17,6 +17,12 @@ SEARCH_RESUME_Q = "/search/resume_q"  # joints where an interrupted search resum
 FAULTS_ACTIVE = "/faults/active"
 SAFETY_VIOLATIONS = "/safety/violations"
 ROBOT_WRENCH_GLOB = "/robot/*/wrench"
+ROBOT_IMAGE_GLOB = "/robot/*/image"
+TARGET_POSE_CAM_GLOB = "/target/*/pose_cam"
+# orbit missions: the servicer's position relative to a target in the target's LVLH frame, m
+# ([x, y, z] or [x, y, z, vx, vy, vz]; x radial away from the Earth, y along-track, z orbit
+# normal, as orbitree.skills.orbit): drawn by the web view's LVLH panel
+ORBIT_RELATIVE_GLOB = "/orbit/relative/*"
 
 
 # What the values under core keys measure, as their writers define them: a condition's threshold
