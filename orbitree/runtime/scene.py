@@ -5,8 +5,8 @@ Static (once, the header's ``scene``): every robot's kinematics (DH table), base
 sensor; every body of the world (targets, their tables) as a pose and a list of simple parts.
 Dynamic (a tick record's ``scene``, at most ``SCENE_HZ`` times a second of mission time, and only
 what changed): joint angles, true body poses (simulation), estimated target poses, the contact
-force at each tool, the hooks' state and, for orbit missions, the servicer's position relative to
-each target in its LVLH frame.
+force at each tool, the hooks' state and, for orbit missions, each target's position in the
+servicer's LVLH frame.
 
 A part is one of (lengths in m, poses ``[x, y, z, qx, qy, qz, qw]`` in the body's frame)::
 

@@ -199,7 +199,7 @@ def test_lvlh_panel_appears_only_for_orbit_logs(page, serve, docking_log, tmp_pa
     page.wait_for_function("window.orbitree.state.control.finished === true", timeout=20_000)
     page.wait_for_function("+document.querySelector('#lvlh').dataset.points >= 121")
     assert page.locator("#lvlh-panel").is_visible() and page.locator("#scene-panel").is_hidden()
-    assert page.inner_text("#lvlh-info").startswith("sat: x ")
+    assert page.inner_text("#lvlh-info").startswith("servicer from sat: x ")
     # the ellipse is drawn: twice as wide (V-bar) as it is tall (R-bar)
     image = pixels(page, "#lvlh")
     ys, xs = np.nonzero((np.abs(image.astype(int) - [0xD6, 0x6F, 0x2F]).sum(axis=2)) < 60)  # #2f6fd6

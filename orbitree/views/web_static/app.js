@@ -703,8 +703,10 @@
   }
 
   // ------------------------------------------------------------------------------------------
-  // LVLH relative motion (orbit missions: /orbit/relative/<target>): along-track (V-bar)
-  // across, radial (R-bar) up, the target at the origin, the same scale on both axes
+  // LVLH relative motion (orbit missions): along-track (V-bar) across, radial (R-bar) up, the
+  // target at the origin, the same scale on both axes. /orbit/relative/<target> holds the target
+  // in the servicer's LVLH; at these ranges the two LVLH frames are parallel to within
+  // range/radius (~1e-5), so the servicer relative to the target, drawn here, is its negative.
   function drawLvlh() {
     const names = Object.keys(S.series).filter((n) => n.startsWith("lvlh:")).sort();
     $("lvlh-panel").hidden = !names.length;
@@ -721,7 +723,7 @@
     let ext = 1e-3;
     for (const name of names) for (const row of S.series[name]) ext = Math.max(ext, Math.abs(row[1]), Math.abs(row[2]));
     const pad = 26, scale = (Math.min(W, H) / 2 - pad) / (ext * 1.1);
-    const X = (y) => W / 2 + y * scale, Y = (x) => H / 2 - x * scale;  // y along-track, x radial
+    const X = (y) => W / 2 - y * scale, Y = (x) => H / 2 + x * scale;  // the servicer: −(y, x)
     ctx.strokeStyle = "#d5dae2";
     ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(pad, H / 2); ctx.lineTo(W - pad, H / 2); ctx.moveTo(W / 2, 8); ctx.lineTo(W / 2, H - 8); ctx.stroke();
@@ -752,7 +754,7 @@
     canvas.dataset.points = String(points);
     const last = S.series[names[0]][S.series[names[0]].length - 1];
     $("lvlh-info").textContent = last
-      ? `${names[0].slice(5)}: x ${formatNumber(last[1])} y ${formatNumber(last[2])} z ${formatNumber(last[3])} m`
+      ? `servicer from ${names[0].slice(5)}: x ${formatNumber(-last[1])} y ${formatNumber(-last[2])} z ${formatNumber(-last[3])} m`
       : "";
   }
 
