@@ -53,6 +53,7 @@ FORCE_STEP = 0.1  # N
 
 TABLE_COLOR, PASSIVE_COLOR, ACTIVE_COLOR, MARKER_COLOR = "#c9c2b4", "#9aa4b1", "#d8a23a", "#15171c"
 STEM_COLOR, CAMERA_COLOR = "#5f6b7a", "#2b3340"
+SATELLITE_COLOR, PAD_COLOR = "#c8a951", "#3d6fb0"  # gold foil, the Velcro pads
 
 
 def pose7(matrix: np.ndarray) -> list[float]:
@@ -105,6 +106,28 @@ def sirom_active_parts() -> list[dict[str, Any]]:
         a = math.radians(angle)
         parts.append({"shape": "box", "size": [0.003, 0.02, 0.012],
                       "pose": _at(0.056 * math.cos(a), 0.056 * math.sin(a), 0.006, angle), "color": ACTIVE_COLOR})
+    return parts
+
+
+def satellite_parts(mass: float, inertia: np.ndarray, fixtures: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A satellite in its body frame: the box of uniform density with its mass and principal
+    moments (sides ``sqrt(6 (I_j + I_k - I_i) / m)``, turned to the principal axes), its body axes
+    (so its spin shows) and each fixture as a thin disc on the pad's frame (z: the pad's normal).
+    The spec gives no shape, so the box is the honest picture of what the dynamics know."""
+    moments, axes = np.linalg.eigh(np.asarray(inertia, dtype=float))
+    if np.linalg.det(axes) < 0:
+        axes[:, 0] = -axes[:, 0]
+    total = float(np.sum(moments))
+    sides = [math.sqrt(max(6.0 * (total - 2.0 * float(m)) / mass, 1e-6)) for m in moments]
+    frame = pose7(np.block([[axes, np.zeros((3, 1))], [np.zeros((1, 3)), np.ones((1, 1))]]))
+    parts: list[dict[str, Any]] = [
+        {"shape": "box", "size": [round(v, 4) for v in sides], "pose": frame, "color": SATELLITE_COLOR},
+        {"shape": "axes", "size": round(0.6 * max(sides), 3), "pose": IDENTITY},
+    ]
+    for fixture in fixtures.values():
+        pad = pose7(fixture.pose.matrix())
+        parts.append({"shape": "cylinder", "radius": round(float(fixture.radius), 4), "z": [0.0, 0.01],
+                      "pose": pad, "color": PAD_COLOR})
     return parts
 
 
@@ -184,17 +207,24 @@ def scene_header(model: Any, drivers: Mapping[str, Any], world: Any = None) -> d
         robots[name] = entry
     bodies: list[dict[str, Any]] = []
     truth = getattr(world, "targets", None) or {}
+    satellites = getattr(world, "satellites", None) or {}
     for name, target in model.targets.items():
+        if target.kind == "satellite":
+            pose = satellites[name].pose() if name in satellites else target.pose.matrix()
+            bodies.append({"name": name, "kind": "satellite", "pose": pose7(pose),
+                           "parts": satellite_parts(float(target.mass), target.inertia_matrix(), target.fixtures)})
+            continue
         board = BOARDS[target.board]() if target.board in BOARDS else None
         pose = truth.get(name)
         pose = target.pose.matrix() if pose is None else pose
         bodies.append({"name": name, "kind": "target", "board": target.board, "pose": pose7(pose),
                        "parts": sirom_passive_parts(board)})
-    if bodies and world is not None:
+    boards = [b for b in bodies if b["kind"] == "target"]
+    if boards and world is not None:
         # the module carrying the passive interface stands on a table (the sim world's is 5 cm
         # below the lowest target); drawn 0.5 m square under each target, top at that height
-        low = min(body["pose"][2] for body in bodies) - 0.05
-        for body in [b for b in bodies if b["kind"] == "target"]:
+        low = min(body["pose"][2] for body in boards) - 0.05
+        for body in boards:
             x, y = body["pose"][:2]
             bodies.append({"name": f"{body['name']} table", "kind": "fixture", "pose": _at(x, y, low),
                            "parts": [{"shape": "box", "size": [0.5, 0.5, 0.04], "pose": _at(z=-0.02),
@@ -252,6 +282,8 @@ class SceneSampler:
         if truth:
             for name, matrix in truth.items():
                 self._put(out, "body", name, pose7(matrix), POSE_STEP)
+        for name, satellite in (getattr(self.world, "satellites", None) or {}).items():
+            self._put(out, "body", name, pose7(satellite.pose()), POSE_STEP)
         for target, key in keys["est"].items():
             estimate = storage.get(key)
             matrix = getattr(estimate, "matrix", None)

@@ -198,3 +198,24 @@ def test_camera_image_outlines_the_markers_and_draws_the_estimated_axes():
     assert ((g - np.maximum(r, b)) > 80).sum() > 100
     # without an estimate for this frame: the markers, no axes
     assert annotate(image, setup, None)[1]["axes"] is None
+
+
+def test_a_spinning_satellite_is_drawn_as_its_inertia_box_with_pads_and_turns_at_its_spin_rate(tmp_path):
+    path = tmp_path / "gimbal.jsonl"
+    mission = load_mission(ROOT / "missions" / "gimbal_standoff.yaml", ["max_duration=3 s"])
+    Executive(mission, log_path=str(path)).run()
+    log = read_log(path)
+    (mockup,) = [b for b in log.header["scene"]["bodies"] if b["name"] == "mockup"]
+    assert mockup["kind"] == "satellite"
+    box, _axes, *pads = mockup["parts"]
+    # a uniform box of 159 kg with moments (18, 18, 20) kg·m²: sides sqrt(6 (Ij + Ik - Ii) / m)
+    sides = sorted([math.sqrt(6 * 16 / 159)] + [math.sqrt(6 * 20 / 159)] * 2)
+    np.testing.assert_allclose(sorted(box["size"]), sides, atol=1e-4)
+    assert [p["radius"] for p in pads] == [0.05, 0.05]
+    np.testing.assert_allclose(sorted(p["pose"][1] for p in pads), [-0.5, 0.5], atol=1e-9)
+    bodies = [(t["t"], t.get("scene", {}).get("body", {})) for t in log.ticks]
+    samples = [(t, body["mockup"]) for t, body in bodies if "mockup" in body]
+    (t0, first), (t1, last) = samples[0], samples[-1]
+    turned = (Rotation.from_quat(last[3:]) * Rotation.from_quat(first[3:]).inv()).as_rotvec()
+    rate_rpm = np.linalg.norm(turned) / (t1 - t0) * 60 / (2 * math.pi)
+    assert abs(turned[2]) == pytest.approx(np.linalg.norm(turned)) and rate_rpm == pytest.approx(2.0, rel=0.01)
