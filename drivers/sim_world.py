@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -37,8 +38,10 @@ from scipy.spatial.transform import Rotation
 from orbitree.drivers.sim_camera import SimCamera, board_object, table_object
 from orbitree.drivers.sim_latch import Passive, SimLatch
 from orbitree.drivers.sim_robot import SimRobot
+from orbitree.drivers.sim_satellite import Fixture, SatelliteBody
 from orbitree.skills.board_model import BoardModel
 from orbitree.skills.contact import ContactModel, HookPull, solve_contact
+from orbitree.skills.satellite import pad_contact_force, tether_force
 
 CONTACT_RANGE_M = 0.12
 """Contact is solved while the TCP is within this distance of a target's origin."""
@@ -108,22 +111,36 @@ class SimWorld:
     workspace_box: tuple[np.ndarray, np.ndarray] | None = None
     pushes: list[Push] = field(default_factory=list)
     pushed: list[dict[str, object]] = field(default_factory=list)  # records of finished pushes
+    bases: dict[str, np.ndarray] = field(default_factory=dict)  # base2world by robot name (absent: identity)
+    satellites: dict[str, SatelliteBody] = field(default_factory=dict)  # satellite targets (body2world)
+    pads: dict[tuple[str, str, str], PadContact] = field(default_factory=dict)  # (robot, target, fixture)
+    pad_wrench: dict[str, np.ndarray] = field(default_factory=dict)  # on each tool from the pads, TCP frame
+    orbit: Any = None  # orbitree.drivers.sim_orbit.OrbitModel, or None
     """Ground-truth peaks for reports: contact force on the tool, TCP speed, distance out of
     ``workspace_box`` (set by the executive from the mission's ``safety.workspace``)."""
 
     def add_robot(
         self, robot: SimRobot, camera: SimCamera | None = None, latch: SimLatch | None = None,
-        contact: ContactModel | None = None,
+        contact: ContactModel | None = None, base2world: np.ndarray | None = None,
     ) -> None:
+        """``base2world`` (4, 4): where the arm's base stands in the world (None: at its origin)."""
         self.robots[robot.name] = robot
+        if base2world is not None and not np.allclose(base2world, np.eye(4)):
+            self.bases[robot.name] = np.array(base2world, dtype=float)
+        self.pad_wrench[robot.name] = np.zeros(6)
         if latch is not None:
             self.latches[robot.name] = latch
         if contact is not None:
             dock = Docking(contact)
             self.docking[robot.name] = dock
-            robot.set_external_wrench(lambda t, tcp2base, twist, dock=dock: dock.wrench)
+            robot.set_external_wrench(lambda t, tcp2base, twist, dock=dock, name=robot.name:
+                                      dock.wrench + self.pad_wrench[name])
+        else:
+            robot.set_external_wrench(lambda t, tcp2base, twist, name=robot.name: self.pad_wrench[name])
         if camera is not None:
             camera.set_cam2world(robot.cam2base)
+            if robot.name in self.bases:  # the arm stands off the world's origin
+                camera.set_cam2world(lambda r=robot, b=self.bases[robot.name]: b @ r.cam2base())
             camera.step(self.time)
             self.cameras[robot.name] = camera
             for name, board in self.boards.items():
@@ -158,6 +175,8 @@ class SimWorld:
         for name, dock in self.docking.items():
             self._contact(name, dock)
             self.peaks["force_n"] = max(self.peaks["force_n"], float(np.linalg.norm(dock.wrench[:3])))
+        if self.satellites:
+            self._step_satellites(dt)
         for robot in self.robots.values():
             state = robot.read_truth() if hasattr(robot, "read_truth") else None
             twist, xyz = (state if state is not None else (None, None))
@@ -172,7 +191,7 @@ class SimWorld:
             camera.step(self.time)
 
     def _contact(self, name: str, dock: Docking) -> None:
-        commanded = self.robots[name].tcp2base()
+        commanded = self.tcp_pose(name)
         target = dock.target
         if target is None:
             near = [(np.linalg.norm(pose[:3, 3] - commanded[:3, 3]), t) for t, pose in self.targets.items()]
@@ -208,17 +227,25 @@ class SimWorld:
 
     def tcp_pose(self, name: str) -> np.ndarray:
         """Ground truth (4, 4) tcp2world of arm ``name`` (where the arm puts its TCP)."""
-        return self.robots[name].tcp2base()
+        base = self.bases.get(name)
+        tcp2base = self.robots[name].tcp2base()
+        return tcp2base if base is None else base @ tcp2base
+
+    def base_pose(self, name: str) -> np.ndarray:
+        """(4, 4) base2world of arm ``name``."""
+        return self.bases.get(name, np.eye(4)).copy()
 
     def tool_pose(self, name: str) -> np.ndarray:
         """Ground truth (4, 4) tool2world of arm ``name`` (differs from its TCP in contact)."""
         dock = self.docking.get(name)
         if dock is not None and dock.real is not None:
             return dock.real.copy()
-        return self.robots[name].tcp2base()
+        return self.tcp_pose(name)
 
     def target_pose(self, name: str) -> np.ndarray:
-        """Ground truth (4, 4) board2world of target ``name``."""
+        """Ground truth (4, 4) board2world of target ``name`` (a satellite's: body2world)."""
+        if name in self.satellites:
+            return self.satellites[name].pose()
         return self.targets[name].copy()
 
     def move_target(self, name: str, board2world: np.ndarray) -> None:
@@ -270,7 +297,7 @@ class SimWorld:
 
     def _near(self, target: str) -> bool:
         where = self.targets[target][:3, 3]
-        return any(np.linalg.norm(self.robots[name].tcp2base()[:3, 3] - where) < CONTACT_RANGE_M
+        return any(np.linalg.norm(self.tcp_pose(name)[:3, 3] - where) < CONTACT_RANGE_M
                    for name in self.docking)
 
     def _push_to(self, push: Push, s: float) -> bool:
@@ -320,3 +347,92 @@ class SimWorld:
         if push in self.pushes:
             self.pushes.remove(push)
             self.pushed.append(push.record(self.time))
+
+    # -- satellites ----------------------------------------------------------------------------
+    def add_satellite(self, body: SatelliteBody) -> None:
+        """A satellite target (``orbitree.drivers.sim_satellite``); every arm's tool meets its pads."""
+        body.time = self.time
+        self.satellites[body.name] = body
+
+    def apply_wrench(self, target: str, force: np.ndarray, point: np.ndarray | None = None,
+                     torque: np.ndarray | None = None) -> None:
+        """Push satellite ``target`` during the next step: ``force`` (3,) N at ``point`` (3,) m and a
+        pure ``torque`` (3,) N·m, world frame; wrenches accumulate until the step applies them."""
+        self.satellites[target].apply_wrench(force, point, torque)
+
+    def pad_contact(self, robot: str, target: str, fixture: str) -> PadContact | None:
+        """The contact of ``robot``'s tool with a pad (None until the tool first comes near it)."""
+        return self.pads.get((robot, target, fixture))
+
+    def _tool_velocity(self, name: str) -> np.ndarray:
+        """The TCP's true linear velocity (3,) m/s, world."""
+        twist, _ = self.robots[name].read_truth()
+        base = self.bases.get(name)
+        return twist[:3] if base is None else base[:3, :3] @ twist[:3]
+
+    def _step_satellites(self, dt: float) -> None:
+        """Tools against pads (forces on both), then every satellite on by ``dt``."""
+        for name in self.robots:
+            tool = self.tcp_pose(name)
+            tip, total = tool[:3, 3], np.zeros(3)
+            for body in self.satellites.values():
+                for fixture in body.fixtures.values():
+                    force = self._pad(name, body, fixture, tip)
+                    if force is not None:
+                        body.apply_wrench(-force, tip)
+                        total += force
+            # the force acts at the tool's tip, the TCP: no moment about it
+            self.pad_wrench[name] = np.concatenate([tool[:3, :3].T @ total, np.zeros(3)])
+            self.peaks["force_n"] = max(self.peaks["force_n"], float(np.linalg.norm(total)))
+        for body in self.satellites.values():
+            body.step(dt)
+
+    def _pad(self, robot: str, body: SatelliteBody, fixture: Fixture, tip: np.ndarray) -> np.ndarray | None:
+        """Force (3,) on ``robot``'s tool tip from one pad, world frame; None when far from it."""
+        pad2world = body.fixture_pose(fixture.name)
+        rotation = pad2world[:3, :3]
+        local = rotation.T @ (tip - pad2world[:3, 3])
+        key = (robot, body.name, fixture.name)
+        state = self.pads.get(key)
+        if state is None and float(np.linalg.norm(local)) > fixture.radius + CONTACT_RANGE_M:
+            return None
+        if state is None:
+            state = self.pads[key] = PadContact(robot, body.name, fixture.name)
+        relative = rotation.T @ (self._tool_velocity(robot) - body.point_velocity(tip))
+        if state.anchor is not None:
+            force = tether_force(local, state.anchor, relative, fixture.stiffness, fixture.damping)
+            if -force[2] > fixture.hold_force:  # pulled off: the Velcro tears open
+                state.anchor = None
+                state.events.append(("released", round(self.time, 6), round(float(-force[2]), 3)))
+                force, _ = pad_contact_force(local, relative, fixture.radius, fixture.stiffness,
+                                             fixture.damping, fixture.friction)
+        else:
+            force, _ = pad_contact_force(local, relative, fixture.radius, fixture.stiffness, fixture.damping,
+                                         fixture.friction)
+            if force[2] >= fixture.engage_force:  # pressed hard enough: the Velcro hooks in
+                state.anchor = np.array([local[0], local[1], 0.0])
+                state.events.append(("engaged", round(self.time, 6), round(float(force[2]), 3)))
+        state.force = rotation @ force
+        state.depth = -float(local[2])
+        state.peak_n = max(state.peak_n, float(np.linalg.norm(force)))
+        return state.force
+
+
+@dataclass
+class PadContact:
+    """One tool against one pad: the force on the tool (world, N), how deep it presses (m), and
+    the Velcro: ``anchor`` (pad frame, on its surface) while engaged, else None; ``events``
+    (``engaged`` / ``released``, time s, force N)."""
+
+    robot: str
+    target: str
+    fixture: str
+    force: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    depth: float = 0.0
+    anchor: np.ndarray | None = None
+    peak_n: float = 0.0
+    events: list[tuple[str, float, float]] = field(default_factory=list)
+
+    @property
+    def attached(self) -> bool:
+        return self.anchor is not None

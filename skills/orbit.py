@@ -97,15 +97,20 @@ def check_tle(line1: str, line2: str, *, checksum: bool = True) -> None:
     """ValueError naming what is wrong with a two-line element set: line numbers, length (69
     columns), the satellite number the two lines share, the modulo-10 checksum of each line."""
     for number, line in ((1, line1), (2, line2)):
-        if len(line) != 69:
-            raise ValueError(f"TLE line {number} has {len(line)} columns, a TLE line has 69")
-        if not line.startswith(f"{number} "):
-            raise ValueError(f"TLE line {number} must start with '{number} ', got {line[:2]!r}")
-        total = sum(int(c) if c.isdigit() else 1 if c == "-" else 0 for c in line[:68])
-        if checksum and (not line[68].isdigit() or total % 10 != int(line[68])):
-            raise ValueError(f"TLE line {number}: checksum {line[68]!r} should be {total % 10} (column 69)")
+        check_tle_line(number, line, checksum=checksum)
     if line1[2:7] != line2[2:7]:
         raise ValueError(f"the TLE's lines name two satellites: {line1[2:7]!r} and {line2[2:7]!r}")
+
+
+def check_tle_line(number: int, line: str, *, checksum: bool = True) -> None:
+    """ValueError naming what is wrong with line ``number`` (1 or 2) of a TLE (see :func:`check_tle`)."""
+    if len(line) != 69:
+        raise ValueError(f"TLE line {number} has {len(line)} columns, a TLE line has 69")
+    if not line.startswith(f"{number} "):
+        raise ValueError(f"TLE line {number} must start with '{number} ', got {line[:2]!r}")
+    total = sum(int(c) if c.isdigit() else 1 if c == "-" else 0 for c in line[:68])
+    if checksum and (not line[68].isdigit() or total % 10 != int(line[68])):
+        raise ValueError(f"TLE line {number}: checksum {line[68]!r} should be {total % 10} (column 69)")
 
 
 def sgp4_state(

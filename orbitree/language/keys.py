@@ -17,6 +17,10 @@ SEARCH_RESUME_Q = "/search/resume_q"  # joints where an interrupted search resum
 FAULTS_ACTIVE = "/faults/active"
 SAFETY_VIOLATIONS = "/safety/violations"
 ROBOT_WRENCH_GLOB = "/robot/*/wrench"
+ORBIT_TIME_UTC = "/orbit/time_utc"  # ISO 8601 UTC text of the tick (epoch + mission time)
+SERVICER = "servicer"  # the body the arms stand on, in /orbit/<body>/...
+ORBIT_BODY_STATE = ("r_eci", "v_eci", "lvlh")  # per body: m, m/s (inertial: ECI or TEME), LVLH axes (3, 3)
+SATELLITE_STATE = ("spin_rate",)  # written for every satellite target, every tick (truth)
 
 
 # What the values under core keys measure, as their writers define them: a condition's threshold
@@ -30,6 +34,14 @@ KEY_DIMENSIONS: tuple[tuple[str, str], ...] = (
     ("/target/*/last_seen", "time"),
     (SERVO_GAIN, ""),
     (SEARCH_RESUME_Q, "angle"),
+    ("/target/*/spin_rate", "angular_speed"),  # |ω| of a satellite, rad/s
+    ("/target/*/gg_torque", "torque"),  # gravity-gradient torque, body frame, N·m
+    ("/orbit/relative/*/range_rate", "speed"),  # d|r|/dt, m/s
+    ("/orbit/relative/*/range", "length"),  # |r|, m
+    ("/orbit/relative/*", "length"),  # (6,) position m, velocity m/s: compare /range, a norm mixes them
+    ("/orbit/*/r_eci", "length"),
+    ("/orbit/*/v_eci", "speed"),
+    ("/orbit/*/lvlh", ""),
 )
 
 
@@ -54,3 +66,14 @@ def robot_of_wrench_key(key: str) -> str | None:
     if len(parts) == 4 and parts[0] == "" and parts[1] == "robot" and parts[3] == "wrench" and parts[2]:
         return parts[2]
     return None
+
+
+def orbit_key(body: str, name: str) -> str:
+    """``/orbit/<body>/<name>``: ``r_eci``, ``v_eci``, ``lvlh`` of a target or the ``servicer``."""
+    return f"/orbit/{body}/{name}"
+
+
+def orbit_relative_key(target: str, name: str = "") -> str:
+    """``/orbit/relative/<target>``: the target's position and velocity (6,) in the servicer's LVLH
+    frame; with ``name``: ``range`` (m), ``range_rate`` (m/s)."""
+    return f"/orbit/relative/{target}" + (f"/{name}" if name else "")

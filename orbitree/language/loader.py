@@ -18,6 +18,7 @@ from orbitree.language.bare_numbers import bare_numbers
 from orbitree.language.errors import Diagnostic, MissionError
 from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
 from orbitree.language.keys import FAULTS_ACTIVE, SAFETY_VIOLATIONS, key_dimension
+from orbitree.language.orbit_spec import OrbitSpec
 from orbitree.language.params import TreeRef
 from orbitree.language.parser import NodeSpec, Parser, Scope, pydantic_diagnostics
 from orbitree.language.quantities import BlackboardKey, Duration, Frequency, SIValue
@@ -57,7 +58,10 @@ class MissionModel(BaseModel):
         {}, description="initial blackboard values (quantities with units are stored in SI)"
     )
     robots: dict[str, RobotSpec] = Field({}, description="arms, each with its camera and F/T sensor")
-    targets: dict[str, TargetSpec] = Field({}, description="targets, each carrying a marker board")
+    targets: dict[str, TargetSpec] = Field({}, description="targets: a SIROM interface carrying a marker board, "
+                                           "or a satellite (kind: satellite)")
+    orbit: OrbitSpec | None = Field(None, description="sim: the target's orbit (kepler or tle), the epoch and "
+                                    "the servicer's position in the target's LVLH frame")
     phases: list[str] | None = Field(
         None, description="names of the nodes timed as the mission's phases (summary phase_s)"
     )
@@ -171,6 +175,7 @@ def load_mission(
     top = [source.at(where, f"warning: {message}") for where, message in bare_numbers(MissionModel, data, ())]
     mission.warnings = sorted({*top, *parser.warnings})
     check_references(mission)
+    check_space(mission)
     check_conditions(mission)
     check_hardware(mission)
     check_faults(mission)
@@ -213,6 +218,29 @@ def check_references(mission: Mission) -> None:
             start_configuration(robot, targets)
         except ValueError as error:
             errors.append(mission.source.at(("robots", name, "start", "offset"), f"robots.{name}.start: {error}"))
+    if errors:
+        raise MissionError(errors)
+
+
+def check_space(mission: Mission) -> None:
+    """The orbit names a declared target; a satellite's state sensor and the orbit drive simulated
+    worlds only."""
+    model, errors = mission.model, []
+    if model.orbit is not None and model.orbit.target not in model.targets:
+        known = ", ".join(model.targets) or "none"
+        errors.append(mission.source.at(("orbit", "target"), f"orbit.target {model.orbit.target!r} is not "
+                                        f"declared in 'targets:' (declared: {known})"))
+    hardware = any(spec.driver != "sim" for spec in model.robots.values())
+    for name, robot in model.robots.items():
+        if robot.start_tcp is not None and robot.start is None:
+            try:
+                start_configuration(robot, model.targets)
+            except ValueError as error:
+                errors.append(mission.source.at(("robots", name, "start_tcp"), f"robots.{name}: {error}"))
+    for name, target in model.targets.items():
+        if hardware and target.kind == "satellite":
+            errors.append(mission.source.at(("targets", name, "kind"), f"targets.{name}: a satellite target is "
+                                            "simulated; a mission with a hardware arm has no simulated world"))
     if errors:
         raise MissionError(errors)
 
@@ -305,6 +333,8 @@ def check_writers(mission: Mission) -> dict[str, list[str]]:
             writers.setdefault(key, []).append(f"robot {name}")
     if mission.model.robots:
         writers.setdefault(SAFETY_VIOLATIONS, []).append("safety monitor")
+    for key, writer in space_keys(mission.model).items():
+        writers.setdefault(key, []).append(writer)
     writers.setdefault(FAULTS_ACTIVE, []).append("fault injector")
     readers: list[tuple[NodeSpec, str]] = []
     for spec in mission.nodes():
@@ -336,3 +366,32 @@ def _node_reads(spec: NodeSpec) -> list[str]:
 
 def _node_writes(spec: NodeSpec) -> list[str]:
     return spec.leaf.writes(spec.params) if spec.leaf is not None else []
+
+
+def space_keys(model: MissionModel) -> dict[str, str]:
+    """Keys the simulated world writes for satellite targets and the orbit, and their writer."""
+    from orbitree.language.keys import (
+        ORBIT_BODY_STATE,
+        ORBIT_TIME_UTC,
+        SATELLITE_STATE,
+        SERVICER,
+        orbit_key,
+        orbit_relative_key,
+        target_key,
+    )
+
+    out: dict[str, str] = {}
+    satellites = [name for name, t in model.targets.items() if t.kind == "satellite"]
+    for name in satellites:
+        out.update({target_key(name, k): "satellite world" for k in SATELLITE_STATE})
+        if model.targets[name].state_sensor is not None:
+            out[target_key(name, "state")] = f"state sensor {name}"
+    orbit = model.orbit
+    if orbit is not None:
+        out[ORBIT_TIME_UTC] = "orbit"
+        for body in (orbit.target, SERVICER):
+            out.update({orbit_key(body, k): "orbit" for k in ORBIT_BODY_STATE})
+        for part in ("", "range", "range_rate"):
+            out[orbit_relative_key(orbit.target, part)] = "orbit"
+        out.update({target_key(name, "gg_torque"): "orbit" for name in satellites})
+    return out

@@ -35,6 +35,8 @@ UNITS: dict[str, dict[str, float]] = {
     "stiffness": {"N/m": 1.0, "N/mm": 1e3},
     "damping": {"N*s/m": 1.0, "Ns/m": 1.0},
     "pixels": {"px": 1.0},
+    "inertia": {"kg*m^2": 1.0, "kg.m^2": 1.0, "kgm^2": 1.0, "kg·m²": 1.0},
+    "rotational_damping": {"N*m*s/rad": 1.0, "Nms/rad": 1.0, "N·m·s/rad": 1.0},
 }
 
 _SI_NAME = {
@@ -52,6 +54,8 @@ _SI_NAME = {
     "stiffness": "N/m",
     "damping": "N*s/m",
     "pixels": "px",
+    "inertia": "kg*m^2",
+    "rotational_damping": "N*m*s/rad",
 }
 
 _UNIT_DIMENSION = {unit: dim for dim, table in UNITS.items() for unit in table}

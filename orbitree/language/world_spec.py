@@ -41,11 +41,20 @@ from orbitree.language.quantities import (
     Force,
     Frequency,
     Length,
+    Mass,
     Pose,
     PoseField,
     Speed,
     Torque,
     quantity,
+)
+from orbitree.language.satellite_spec import (
+    SATELLITE_FIELDS,
+    BearingSpec,
+    FixtureSpec,
+    InertiaField,
+    SpinSpec,
+    StateSensorSpec,
 )
 from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
@@ -145,6 +154,10 @@ class RobotSpec(Strict):
         None, description="sim: start pose relative to a target, solved by IK from q0 (overrides q0)"
     )
     tool: PoseField = Field(default_factory=Pose, description="TCP pose in the flange frame")
+    start_tcp: PoseField | None = Field(
+        None, description="sim: start with the TCP at this pose, world frame (solved by IK from q0)")
+    base: PoseField = Field(default_factory=Pose, description="sim: the arm's base in the world frame "
+                            "(several arms in one world each stand on their own)")
     camera: CameraSpec | None = None
     latch: LatchSpec | None = Field(None, description="docking hooks of the active interface")
     ft: bool = Field(True, description="the arm has a wrist force/torque sensor")
@@ -185,8 +198,41 @@ class RobotSpec(Strict):
 
 
 class TargetSpec(Strict):
+    kind: Literal["sirom", "satellite"] = Field(
+        "sirom", description="sirom: a passive interface carrying a marker board; satellite: a spinning "
+        "body with grapple fixtures (see SatelliteFields)")
     board: Literal["sirom"] = Field("sirom", description="marker board carried by the target")
-    pose: PoseField = Field(description="sim: target (board) pose in the robot base frame")
+    pose: PoseField = Field(description="sim: target (board) pose in the world frame; a satellite's: its "
+                            "centre of mass and body axes (the initial attitude)")
+    # satellite targets (kind: satellite); orbitree.language.satellite_spec checks them
+    mass: Mass | None = Field(None, gt=0.0, description="satellite: mass")
+    inertia: InertiaField | None = Field(
+        None, description="satellite: inertia about the centre of mass, body frame: [Ixx, Iyy, Izz], "
+        "a 3x3 matrix, or {principal: [Ixx, Iyy, Izz], products: [Ixy, Ixz, Iyz]}")
+    fixtures: dict[str, FixtureSpec] = Field({}, description="satellite: grapple pads, by name")
+    spin: SpinSpec | None = Field(None, description="satellite: initial spin (rate about a body axis)")
+    mount: Literal["gimbal", "free"] = Field(
+        "gimbal", description="satellite: gimbal (laboratory mockup: turns about its spin axis on a bearing, "
+        "centre fixed) or free (free-floating: gravity gradient and contact wrenches)")
+    bearing: BearingSpec = Field(default_factory=lambda: BearingSpec(), description="satellite, gimbal: friction")
+    state_sensor: StateSensorSpec | None = Field(
+        None, description="satellite: a sensor writing /target/<name>/state (the JPL vision's message)")
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> TargetSpec:
+        if self.kind == "satellite":
+            missing = [f for f in ("mass", "inertia") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"a satellite target needs {' and '.join(missing)}")
+        else:
+            given = [f for f in SATELLITE_FIELDS if f in self.model_fields_set]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only for 'kind: satellite' targets")
+        return self
+
+    def inertia_matrix(self) -> np.ndarray:
+        assert self.inertia is not None
+        return np.array(self.inertia.matrix)
 
 
 class Box(BaseModel):
@@ -214,13 +260,24 @@ class SafetySpec(BaseModel):
 
 
 def start_configuration(spec: RobotSpec, targets: dict[str, TargetSpec]) -> np.ndarray:
-    """Joint angles (rad) putting the TCP at ``spec.start`` (IK from ``q0``); ValueError if none."""
+    """Joint angles (rad) putting the TCP at ``spec.start`` or ``spec.start_tcp`` (IK from ``q0``);
+    ValueError if none."""
     start = spec.start
-    assert start is not None
+    if start is None:
+        assert spec.start_tcp is not None
+        goal = np.linalg.solve(spec.base.matrix(), spec.start_tcp.matrix())
+        q, ok = kin.inverse_kinematics(kin.UR10E, goal, np.array(spec.q0), spec.tool.matrix(),
+                                       tolerance=1e-7, max_iterations=300)
+        if not ok or np.abs(q).max() > 2 * np.pi:
+            raise ValueError(f"start_tcp {spec.start_tcp} is out of reach from the base {spec.base}")
+        return q
     if start.target not in targets:
         raise ValueError(f"start.target {start.target!r} is not one of the mission's targets")
-    # the target seen from the TCP is the docked relation moved by ``offset`` (tool axes)
-    goal = targets[start.target].pose.matrix() @ SIROM_TCP2TARGET_DOCKED @ np.linalg.inv(start.offset.matrix())
+    if targets[start.target].kind != "sirom":
+        raise ValueError(f"start.target {start.target!r} is a satellite: a start offset refers to a SIROM target")
+    # the target seen from the TCP is the docked relation moved by ``offset`` (tool axes), in the base frame
+    target2base = np.linalg.solve(spec.base.matrix(), targets[start.target].pose.matrix())
+    goal = target2base @ SIROM_TCP2TARGET_DOCKED @ np.linalg.inv(start.offset.matrix())
     q, ok = kin.inverse_kinematics(kin.UR10E, goal, np.array(spec.q0), spec.tool.matrix(),
                                    tolerance=1e-7, max_iterations=300)
     if not ok or np.abs(q).max() > 2 * np.pi:

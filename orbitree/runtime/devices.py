@@ -210,15 +210,22 @@ def is_simulated(robots: dict[str, RobotSpec]) -> bool:
 
 def build_devices(
     robots: dict[str, RobotSpec], targets: dict[str, TargetSpec], ctx: Context, seed: int,
-    base_dir: Path = Path(),
+    base_dir: Path = Path(), orbit: Any = None,
 ) -> tuple[list[Any], Any]:
     """Create (not connect) the drivers of a mission; returns (devices, sim world or None).
 
-    ``base_dir``: the mission file's folder, which relative calibration paths start from."""
-    if not robots:
+    ``base_dir``: the mission file's folder, which relative calibration paths start from;
+    ``orbit``: the mission's ``orbit:`` (``OrbitSpec``) or None. Satellite targets and the orbit
+    live in the simulated world (``orbitree.runtime.space``)."""
+    space = orbit is not None or any(t.kind == "satellite" for t in targets.values())
+    if not robots and not space:
         return [], None
     if is_simulated(robots):
-        return _sim_devices(robots, targets, ctx, seed)
+        from orbitree.runtime.space import space_devices
+
+        boards = {name: t for name, t in targets.items() if t.kind == "sirom"}
+        devices, world = _sim_devices(robots, boards, ctx, seed)
+        return [*devices, *space_devices(world, targets, orbit, seed)], world
     if any(spec.driver == "sim" for spec in robots.values()):
         raise ValueError("a mission drives either simulated robots or hardware, not both")
     return [_hardware_device(name, spec, ctx, base_dir) for name, spec in robots.items()], None
@@ -237,7 +244,7 @@ def _sim_devices(robots, targets, ctx, seed):
     devices: list[Any] = []
     for i, (name, spec) in enumerate(robots.items()):
         q0 = np.array(spec.q0)
-        if spec.start is not None:
+        if spec.start is not None or spec.start_tcp is not None:
             q0 = start_configuration(spec, targets)
         robot = SimRobot(
             name,
@@ -267,7 +274,7 @@ def _sim_devices(robots, targets, ctx, seed):
             latch = SimLatch(f"{name}_latch", spec.latch.travel_time, hooks)
             stiffness = structural_stiffness(spec.contact.stiffness)
             contact = sirom_contact_model(stiffness, friction=spec.contact.friction)
-        world.add_robot(robot, camera, latch, contact)
+        world.add_robot(robot, camera, latch, contact, base2world=spec.base.matrix())
         devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
     devices.append(SimWorldDevice(world))
     return devices, world

@@ -97,7 +97,7 @@ class Executive:
         self.ctx.targets = dict(model.targets)
         if self.drivers is None:
             self.drivers, self.ctx.world = build_devices(model.robots, model.targets, self.ctx, seed,
-                                                         base_dir=self.mission.file.parent)
+                                                         base_dir=self.mission.file.parent, orbit=model.orbit)
             if not is_simulated(model.robots):
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
