@@ -40,6 +40,11 @@ class TargetState:
         out[:3, 3] = self.position
         return out
 
+    @property
+    def matrix(self) -> np.ndarray:
+        """body2world (4, 4), as the views show a stamped pose."""
+        return self.pose()
+
     def twist(self) -> np.ndarray:
         """(6,): velocity, angular velocity (world)."""
         return np.concatenate([self.velocity, self.angular_velocity])

@@ -139,19 +139,24 @@ def check_inertia(matrix: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ pad contact
 
+PAD_MAX_DEPTH_M = 0.05
+"""A tip deeper than this behind a pad's face is not touching it (it is behind the pad)."""
+
 
 def pad_contact_force(tip: np.ndarray, tip_velocity: np.ndarray, radius: float, stiffness: float,
-                      damping: float, friction: float, slip_speed: float = 0.005) -> tuple[np.ndarray, float]:
+                      damping: float, friction: float, slip_speed: float = 0.005,
+                      max_depth: float = PAD_MAX_DEPTH_M) -> tuple[np.ndarray, float]:
     """Force (3,) N on the tool's tip from a disc pad, and the depth (m) it is pressed in.
 
     ``tip`` (3,): the tip in the pad frame (z the pad's outward normal, origin at its centre);
     ``tip_velocity`` (3,): the tip's velocity relative to the pad's surface point under it, pad
-    frame. No force off the disc (``|tip_xy| > radius``) or above it (``z >= 0``). Normal
+    frame. No force off the disc (``|tip_xy| > radius``), above it (``z >= 0``) or deeper than
+    ``max_depth`` (the tip is then behind the pad, inside the satellite: not a contact). Normal
     ``max(0, k δ - d ż)``; tangential ``-μ N v̂`` scaled by ``min(1, |v| / slip_speed)``.
     """
     tip, vel = check_vector(tip, 3, "tip"), check_vector(tip_velocity, 3, "tip_velocity")
     depth = -float(tip[2])
-    if depth <= 0.0 or math.hypot(tip[0], tip[1]) > radius:
+    if not 0.0 < depth <= max_depth or math.hypot(tip[0], tip[1]) > radius:
         return np.zeros(3), 0.0
     normal = max(0.0, stiffness * depth - damping * float(vel[2]))
     slide = vel[:2]

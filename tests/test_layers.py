@@ -39,6 +39,9 @@ LAYERS: list[tuple[str, ...]] = [
 # views draw snapshots and logs: of the layers below they may only import these
 VIEWS_MAY_IMPORT = (
     "orbitree.runtime.snapshot", "orbitree.runtime.recorder", "orbitree.nodes.structure", "orbitree.language.keys",
+    "orbitree.runtime.scene",  # the log's scene records
+    # the camera panel finds the markers in a frame as perception does (pure functions)
+    "orbitree.skills.board", "orbitree.skills.board_model",
 )
 
 

@@ -17,6 +17,13 @@ SEARCH_RESUME_Q = "/search/resume_q"  # joints where an interrupted search resum
 FAULTS_ACTIVE = "/faults/active"
 SAFETY_VIOLATIONS = "/safety/violations"
 ROBOT_WRENCH_GLOB = "/robot/*/wrench"
+ROBOT_IMAGE_GLOB = "/robot/*/image"
+TARGET_POSE_CAM_GLOB = "/target/*/pose_cam"
+# orbit missions: a target's position relative to the servicer in the servicer's LVLH frame, m,
+# and its velocity, m/s ([x, y, z, vx, vy, vz]; x radial away from the Earth, y along-track, z
+# orbit normal, as orbitree.skills.orbit; written by orbitree.runtime.space, with /range and
+# /range_rate under it): drawn by the web view's LVLH panel
+ORBIT_RELATIVE_GLOB = "/orbit/relative/*"
 ORBIT_TIME_UTC = "/orbit/time_utc"  # ISO 8601 UTC text of the tick (epoch + mission time)
 SERVICER = "servicer"  # the body the arms stand on, in /orbit/<body>/...
 ORBIT_BODY_STATE = ("r_eci", "v_eci", "lvlh")  # per body: m, m/s (inertial: ECI or TEME), LVLH axes (3, 3)

@@ -121,12 +121,18 @@ class OrbitSpec(_Strict):
             raise ValueError(f"a TLE has two lines, got {len(value)}")
         return value
 
+    @field_validator("tle", mode="after")
+    @classmethod
+    def _one_satellite(cls, value: tuple[str, str] | None) -> tuple[str, str] | None:
+        if value is not None:
+            orb.check_tle(*value)
+        return value
+
     @model_validator(mode="after")
     def _one_source(self) -> OrbitSpec:
         if (self.kepler is None) == (self.tle is None):
             raise ValueError("give the target's orbit as 'kepler:' or as 'tle:' (one of them)")
         if self.tle is not None:
-            orb.check_tle(*self.tle)
             try:
                 orb.sgp4_state(*self.tle, self.when())
             except ValueError as error:

@@ -23,7 +23,9 @@ targets:
 Each robot's readings reach the blackboard under ``/robot/<name>/``: ``q``, ``tcp_pose``
 (4x4 ``tcp2base``), ``tcp_twist``, ``wrench`` (TCP frame), ``protective_stop`` and, with a
 camera, ``image`` (the latest frame). A target's ``pose`` places it in the simulated world
-(robot base frame); the estimator never sees it.
+(the world frame: the base frame of an arm without ``base:``); the estimator never sees it.
+Satellite targets (``kind: satellite``) and arms on their own ``base`` are described in
+``orbitree.language.satellite_spec`` and the README ("Satellites, orbits and two arms").
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
 from orbitree.runtime.recorder import FORMAT, Recorder
 from orbitree.runtime.safety import SafetyMonitor
+from orbitree.runtime.scene import SceneSampler, observers_of, scene_header
 from orbitree.runtime.snapshot import GatingView, Snapshot, View
 from orbitree.runtime.supervisor import VIOLATIONS_KEY, SafetyHook, Supervisor
 from orbitree.runtime.ticklog import TickLog
@@ -137,14 +138,17 @@ class Executive:
         clock: Clock = SimClock(self.ctx.period, realtime=self.realtime) if self.clock == "sim" \
             else WallClock(self.ctx.period)
         recorder = Recorder(self.log_path)
-        ticks = TickLog(recorder, self._nodes, self.ctx, model.record.keys, self.views)
+        header = self._header()
+        sampler = None
+        if header.get("scene") is not None:
+            sampler = SceneSampler(header["scene"], self.ctx.world, observers=observers_of(header["nodes"]))
+        ticks = TickLog(recorder, self._nodes, self.ctx, model.record.keys, self.views, sampler)
         ticks.also_show(model.view.keys)
         tick_times: list[float] = []
         phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
         recorder.open()
-        header = self._header()
         recorder.write(header)
         for view in self.views:
             view.start(header)
@@ -184,7 +188,7 @@ class Executive:
                 halted = self._halt()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
-                ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses)
+                ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses, final=True)
         summary = self._summary(status, reason, clock, tick_times, phases, started)
         recorder.write({"type": "footer", "summary": summary, "node_tick_us": self._timer.report_us(),
                         "error": error})
@@ -350,7 +354,7 @@ class Executive:
 
     def _header(self) -> dict[str, Any]:
         model = self.mission.model
-        return {
+        header = {
             "type": "header",
             "format": FORMAT,
             "mission": model.mission,
@@ -363,6 +367,9 @@ class Executive:
             "recorded_keys": model.record.keys,
             "phases": model.phases,
         }
+        if model.robots:  # the 3-D scene's static part (orbitree.runtime.scene)
+            header["scene"] = scene_header(model, self.ctx.drivers, self.ctx.world)
+        return header
 
     def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
         times = np.asarray(tick_times) if tick_times else np.zeros(1)

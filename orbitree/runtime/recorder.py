@@ -4,12 +4,14 @@ Format ``orbitree-log/1`` (one JSON object per line, each with a ``type``):
 
 * ``header`` — ``mission``, ``file``, ``seed``, ``rate_hz``, ``start_time`` (ISO 8601, UTC),
   ``clock`` (``sim`` or ``wall``), ``nodes`` (the tree: ``id``, ``name``, ``kind``, ``parent``,
-  ``where``, ``params``), ``recorded_keys`` (glob patterns);
+  ``where``, ``params``), ``recorded_keys`` (glob patterns), ``scene`` (missions with robots:
+  the static 3-D scene, ``orbitree.runtime.scene``);
 * ``tick`` — ``n`` (tick number), ``t`` (mission time, s), ``tick_ms`` (time spent ticking the
   tree), ``status`` (node id -> new status, only nodes whose status changed), ``feedback``
   (node id -> new feedback message, only changes), ``bb`` (recorded keys written this tick ->
-  value), ``cmd`` (commands sent to drivers), ``events`` (log messages, faults, violations);
-  empty fields are left out;
+  value), ``cmd`` (commands sent to drivers), ``events`` (log messages, faults, violations),
+  ``scene`` (what the 3-D scene needs that changed, at most 25 times a second: joint angles,
+  body poses, estimates, contact forces); empty fields are left out;
 * ``footer`` — ``summary`` (the object ``--summary`` writes) and ``node_tick_us`` (per node:
   mean and max time spent in that node itself, microseconds).
 
@@ -271,6 +273,9 @@ def _tick_problem(record: dict[str, Any], count: int, last: tuple[int, float]) -
     events = record.get("events", [])
     if not (isinstance(events, list) and all(isinstance(e, dict) for e in events)):
         return f"tick {n}: 'events' must be a list of objects, got {_shown(events)}"
+    scene = record.get("scene", {})
+    if not (isinstance(scene, dict) and all(isinstance(v, dict) for v in scene.values())):
+        return f"tick {n}: 'scene' must be an object of field -> (name -> value), got {_shown(scene)}"
     return None
 
 

@@ -21,6 +21,7 @@ class Snapshot:
     tick_ms: float
     deadline_misses: int
     events: list[dict[str, Any]]
+    scene: dict[str, Any] | None = None  # what the 3-D scene needs that changed (orbitree.runtime.scene)
 
 
 class View(Protocol):

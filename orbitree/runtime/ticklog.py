@@ -10,6 +10,7 @@ import py_trees
 
 from orbitree.nodes.context import Context
 from orbitree.runtime.recorder import Recorder
+from orbitree.runtime.scene import SceneSampler
 from orbitree.runtime.snapshot import Snapshot, View
 
 
@@ -27,11 +28,13 @@ class TickLog:
         ctx: Context,
         record_patterns: Sequence[str],
         views: Sequence[View] = (),
+        scene: SceneSampler | None = None,
     ) -> None:
         self.recorder = recorder
         self.behaviours = list(behaviours)
         self.ctx = ctx
         self.views = list(views)
+        self.scene = scene
         self._record_patterns = list(record_patterns)
         self._view_patterns = [p for v in self.views for p in getattr(v, "blackboard_keys", ())]
         self._last_status = [b.status for b in self.behaviours]
@@ -45,8 +48,9 @@ class TickLog:
         """Blackboard globs the views get besides their own (the mission's ``view.keys``)."""
         self._view_patterns = [*patterns, *self._view_patterns]
 
-    def write(self, n: int, t: float, tick_ms: float, deadline_misses: int) -> dict[int, str]:
-        """Log tick ``n`` and publish it; return the node statuses that changed in it."""
+    def write(self, n: int, t: float, tick_ms: float, deadline_misses: int, final: bool = False) -> dict[int, str]:
+        """Log tick ``n`` and publish it; return the node statuses that changed in it. The
+        scene is sampled at its own rate, and always on the ``final`` record."""
         statuses = [b.status for b in self.behaviours]
         feedback = [b.feedback_message for b in self.behaviours]
         last = self._last_status
@@ -59,15 +63,17 @@ class TickLog:
             bb = _values(dirty, self._record_keys, self._record_patterns)
             if bb:
                 record["bb"] = bb
-        for name, value in (("status", changed), ("feedback", fb), ("cmd", commands), ("events", events)):
+        scene = self.scene.sample(t, force=final) if self.scene is not None else None
+        for name, value in (("status", changed), ("feedback", fb), ("cmd", commands), ("events", events),
+                            ("scene", scene)):
             if value:
                 record[name] = value
         self.recorder.write(record)
         if self.views:
-            self._publish(n, t, tick_ms, deadline_misses, dirty, changed, feedback, events)
+            self._publish(n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene)
         return changed
 
-    def _publish(self, n, t, tick_ms, deadline_misses, dirty, changed, feedback, events) -> None:
+    def _publish(self, n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene) -> None:
         if dirty:
             self._view_values.update(_values(dirty, self._view_keys, self._view_patterns))
         if changed:  # a new list only when a status changed (naming 40 enums costs ~10 µs)
@@ -75,7 +81,7 @@ class TickLog:
             for i, name in changed.items():
                 self._view_statuses[i] = name
         snapshot = Snapshot(n, t, self._view_statuses, feedback, dict(self._view_values), tick_ms,
-                            deadline_misses, events)
+                            deadline_misses, events, scene)
         for view in self.views:
             view.publish(snapshot)
 

@@ -24,14 +24,22 @@ from typing import Any
 
 import numpy as np
 
-from orbitree.language.keys import ROBOT_WRENCH_GLOB, SERVO_ERROR, SERVO_GAIN, robot_of_wrench_key
+from orbitree.language.keys import (
+    ORBIT_RELATIVE_GLOB,
+    ROBOT_WRENCH_GLOB,
+    SERVO_ERROR,
+    SERVO_GAIN,
+    robot_of_wrench_key,
+)
 from orbitree.nodes.structure import phase_ids
 from orbitree.runtime.recorder import to_jsonable
+from orbitree.runtime.scene import lvlh_position
 from orbitree.views.format import unit_text
 
-PLOT_KEYS = (SERVO_ERROR, SERVO_GAIN, ROBOT_WRENCH_GLOB)  # what the page plots
+PLOT_KEYS = (SERVO_ERROR, SERVO_GAIN, ROBOT_WRENCH_GLOB, ORBIT_RELATIVE_GLOB)  # what the page plots
 PLOT_MIN_DT = 0.02  # s of mission time between two plotted samples of one series (50 Hz)
-MAX_SAMPLES = 15_000  # per series: 300 s at 50 Hz
+LVLH_MIN_DT = 0.5  # s between two points of a relative trajectory (orbits last hours)
+MAX_SAMPLES = 15_000  # per series: 300 s at 50 Hz, 2 h of LVLH trajectory
 MAX_CHANGES = 200_000  # status changes kept for late viewers and the timeline
 MAX_EVENTS = 5_000
 MISSING = object()
@@ -77,6 +85,13 @@ class ViewState:
         self.changes_seen = 0
         self.node_us: dict[str, Any] = {}
         self.done: dict[str, Any] | None = None
+        # the 3-D scene: its latest dynamic state (field -> name -> value), folded from the
+        # ticks' scene samples; the latest camera frame of each arm (live only, never sent)
+        self.scene: dict[str, dict[str, Any]] = {}
+        self.frames: dict[str, Any] = {}
+        self.camera: dict[str, dict[str, Any]] = {}  # per arm: the annotated image's description
+        self._new_scene: dict[str, dict[str, Any]] = {}
+        self._new_camera = False
         # what the next update carries
         self._new_changes: list[list[Any]] = []
         self._new_bb: set[str] = set()
@@ -101,6 +116,7 @@ class ViewState:
         bb: Mapping[str, Any] | None = None,
         events: list[dict[str, Any]] | None = None,
         deadline_misses: int | None = None,
+        scene: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> list[tuple[int, str]]:
         """Fold one tick; return the (node id, new status) changes it made."""
         self.n, self.t, self.tick_ms = n, t, tick_ms
@@ -126,7 +142,22 @@ class ViewState:
         if events:
             self.events.extend(events)
             self._new_events.extend(events)
+        if scene:
+            self._fold_scene(t, scene)
         return changed
+
+    def _fold_scene(self, t: float, scene: Mapping[str, Mapping[str, Any]]) -> None:
+        for field, values in scene.items():
+            self.scene.setdefault(field, {}).update(values)
+            self._new_scene.setdefault(field, {}).update(values)
+        for target, position in (scene.get("rel") or {}).items():
+            self._add(f"lvlh:{target}", round(t, 6), list(position), LVLH_MIN_DT)
+        self._dirty = True
+
+    def set_camera(self, robot: str, info: dict[str, Any]) -> None:
+        """A new annotated image of ``robot``'s camera is being served (``info``: its description)."""
+        self.camera[robot] = info
+        self._new_camera = True
 
     def apply_snapshots(self, snaps: list[Any]) -> None:
         """Fold a batch of live ``Snapshot``s (full statuses and blackboard), oldest first.
@@ -150,6 +181,8 @@ class ViewState:
             if snap.events:
                 self.events.extend(snap.events)
                 self._new_events.extend(snap.events)
+            if snap.scene:
+                self._fold_scene(snap.t, snap.scene)
             if snap.t >= self._next_sample:
                 self._next_sample = snap.t + PLOT_MIN_DT - 1e-9
                 self._sample_plots(snap.t, snap.blackboard)
@@ -163,6 +196,9 @@ class ViewState:
         self.feedback = list(last.feedback)
         bb = self.bb
         for key, value in last.blackboard.items():
+            if key.endswith("/image") and key.startswith("/robot/"):  # for the camera panel, not the table
+                self.frames[key[7:-6]] = value
+                continue
             if bb.get(key, MISSING) is not value:
                 bb[key] = value
                 self.bb_t[key] = last.t
@@ -172,7 +208,8 @@ class ViewState:
     def _sample_plots(self, t: float, bb: Mapping[str, Any]) -> None:
         if len(bb) != self._plot_keys_for:  # the set of keys grew: look for wrenches again
             self._plot_keys_for = len(bb)
-            self._plot_keys = [k for k in bb if k in (SERVO_ERROR, SERVO_GAIN) or robot_of_wrench_key(k)]
+            self._plot_keys = [k for k in bb if k in (SERVO_ERROR, SERVO_GAIN) or robot_of_wrench_key(k)
+                               or k.startswith("/orbit/relative/")]
         last = self._plotted
         for key in self._plot_keys:
             value = bb[key]
@@ -199,6 +236,10 @@ class ViewState:
             row = _vector(value, 1)
             if row is not None:
                 self._add("gain", t, row)
+        elif key.startswith("/orbit/relative/"):
+            position = lvlh_position(value)
+            if position is not None:
+                self._add(f"lvlh:{key.rsplit('/', 1)[1]}", t, position, LVLH_MIN_DT)
         else:
             robot = robot_of_wrench_key(key)
             if robot is not None:
@@ -207,11 +248,11 @@ class ViewState:
                     self._add(f"force:{robot}", t, row[:3])
                     self._add(f"torque:{robot}", t, row[3:])
 
-    def _add(self, name: str, t: float, values: list[float | None]) -> None:
+    def _add(self, name: str, t: float, values: list[float | None], min_dt: float = PLOT_MIN_DT) -> None:
         series = self.series.get(name)
         if series is None:
             series = self.series[name] = deque(maxlen=MAX_SAMPLES)
-        elif t - series[-1][0] < PLOT_MIN_DT - 1e-9:
+        elif t - series[-1][0] < min_dt - 1e-9:
             return
         values.insert(0, t)
         series.append(values)
@@ -250,6 +291,8 @@ class ViewState:
             "node_us": self.node_us,
             "control": control,
             "done": self.done,
+            "scene": self.scene,
+            "camera": self.camera,
         }
 
     @staticmethod
@@ -259,7 +302,7 @@ class ViewState:
 
     def update_message(self, control: dict[str, Any] | None) -> dict[str, Any] | None:
         """What changed since the last message, or None when nothing did."""
-        if not (self._dirty or self._node_us_dirty or control is not None):
+        if not (self._dirty or self._node_us_dirty or self._new_camera or control is not None):
             return None
         message: dict[str, Any] = {"type": "update", "tick": self.tick_info()}
         if self._dirty:
@@ -276,6 +319,10 @@ class ViewState:
             message["events"] = self._new_events
         if self._node_us_dirty:
             message["node_us"] = self.node_us
+        if self._new_scene:
+            message["scene"] = self._new_scene
+        if self._new_camera:
+            message["camera"] = self.camera
         if control is not None:
             message["control"] = control
         self._clear_pending()
@@ -283,7 +330,8 @@ class ViewState:
 
     def _clear_pending(self) -> None:
         self._new_changes, self._new_bb, self._new_samples, self._new_events = [], set(), {}, []
-        self._dirty = self._node_us_dirty = False
+        self._new_scene = {}
+        self._dirty = self._node_us_dirty = self._new_camera = False
 
 
 def _vector(value: Any, size: int) -> list[float | None] | None:

@@ -1,10 +1,15 @@
 """``--view web``: the tree, blackboard, plots and timeline of a run in a browser, live or replayed.
 
-The page (``web_static/``: plain HTML, JS and SVG/canvas written for orbitree, no third-party
-code, nothing fetched from the internet) is served by a standard-library HTTP server:
+The page (``web_static/``: plain HTML, JS and SVG/canvas written for orbitree; the 3-D scene
+drawn with three.js, vendored in ``web_static/vendor/three/`` with its licence; nothing fetched
+from the internet) is served by a standard-library HTTP server:
 
-* ``GET /`` (``/index.html``, ``/app.js``, ``/style.css``): the page. Only these files are
-  served; any other path, ``..`` included, is a 404.
+* ``GET /`` (``/index.html``, ``/app.js``, ``/scene.js``, ``/style.css``, the vendored
+  ``/vendor/three/*.js``): the page. Only these files are served; any other path, ``..``
+  included, is a 404.
+* ``GET /camera/<robot>.jpg``: the live view's latest annotated camera image of that arm
+  (``orbitree.views.camera``), made ``CAMERA_HZ`` times a second while a browser watches; 404
+  when there is none (no camera, nothing seen yet, a replay).
 * ``GET /events``: server-sent events, one JSON message per line (``orbitree.views.state``):
   an ``init`` with everything, then ``update`` messages at most ``max_hz`` times a second.
 * ``GET /api/state``: the ``init`` message as plain JSON.
@@ -38,6 +43,7 @@ import contextlib
 import json
 import math
 import queue
+import re
 import signal
 import socket
 import sys
@@ -52,19 +58,28 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
+from orbitree.language.keys import ROBOT_IMAGE_GLOB, TARGET_POSE_CAM_GLOB, target_key
 from orbitree.runtime.recorder import Log
+from orbitree.views.camera import CAMERA_HZ, CameraSetup, annotate
 from orbitree.views.control import TickGate
 from orbitree.views.state import PLOT_KEYS, ViewState, encode
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+_JS = "text/javascript; charset=utf-8"
 STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
-    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/app.js": ("app.js", _JS),
+    "/scene.js": ("scene.js", _JS),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    # three.js 0.180.0 from the npm registry (MIT; vendor/three/LICENSE, vendor/three/VERSION)
+    "/vendor/three/three.module.min.js": ("vendor/three/three.module.min.js", _JS),
+    "/vendor/three/three.core.min.js": ("vendor/three/three.core.min.js", _JS),
+    "/vendor/three/OrbitControls.js": ("vendor/three/OrbitControls.js", _JS),
 }
-GET_PATHS = frozenset([*STATIC, "/events", "/api/state"])
+CAMERA_PATH = re.compile(r"/camera/([A-Za-z0-9_.-]{1,64})\.jpg")
+GET_PATHS = frozenset([*STATIC, "/events", "/api/state"])  # and CAMERA_PATH
 POST_PATHS = frozenset(["/api/control"])
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 CLIENT_QUEUE = 256  # messages a browser may lag behind before it is sent a fresh init instead
@@ -95,7 +110,7 @@ _TOO_MANY = (b"HTTP/1.0 429 Too Many Requests\r\nContent-Type: text/plain\r\nCon
 
 def static_files() -> dict[str, bytes]:
     folder = resources.files("orbitree.views") / "web_static"
-    return {name: (folder / name).read_bytes() for name, _ in set(STATIC.values())}
+    return {name: folder.joinpath(*name.split("/")).read_bytes() for name, _ in set(STATIC.values())}
 
 
 class _Server(ThreadingHTTPServer):
@@ -170,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _method_not_allowed(self) -> None:
         path = urlsplit(self.path).path
-        if path not in GET_PATHS and path not in POST_PATHS:
+        if path not in GET_PATHS and path not in POST_PATHS and not CAMERA_PATH.fullmatch(path):
             return self._reply(HTTPStatus.NOT_FOUND, b"not found\n")
         allowed = "GET" if path in GET_PATHS else "POST"
         self._reply(HTTPStatus.METHOD_NOT_ALLOWED, f"use {allowed}\n".encode(), headers={"Allow": allowed})
@@ -190,6 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._events(app)
         if path == "/api/state":
             return self._reply(HTTPStatus.OK, app.init_bytes(), "application/json")
+        camera = CAMERA_PATH.fullmatch(path)
+        if camera is not None:
+            image = app.camera_image(camera[1])
+            if image is None:
+                return self._reply(HTTPStatus.NOT_FOUND, b"no camera image\n")
+            return self._reply(HTTPStatus.OK, image, "image/jpeg")
         entry = STATIC.get(path)
         if entry is None:
             return self._reply(HTTPStatus.NOT_FOUND, b"not found\n")
@@ -434,6 +455,10 @@ class _App:
                         client.get_nowait()
                 client.put_nowait(data)
 
+    def camera_image(self, robot: str) -> bytes | None:
+        """The latest annotated camera image of ``robot`` (JPEG), if any."""
+        return None
+
     # subclasses --------------------------------------------------------------------------
     def control_state(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -451,7 +476,9 @@ class WebView(_App):
     """
 
     mode = "live"
-    blackboard_keys = PLOT_KEYS  # plotted even when the mission's view.keys leave them out
+    # plotted even when the mission's view.keys leave them out; and the camera panel's frames
+    # and estimates
+    blackboard_keys = (*PLOT_KEYS, ROBOT_IMAGE_GLOB, TARGET_POSE_CAM_GLOB)
 
     def __init__(
         self,
@@ -476,6 +503,11 @@ class WebView(_App):
         self._previous: list[str] | None = None  # statuses of the last snapshot
         self._on_hold: Callable[[], None] | None = None
         self._finished = threading.Event()
+        self.camera_interval = 1.0 / CAMERA_HZ
+        self._cameras: dict[str, CameraSetup] = {}
+        self._images: dict[str, bytes] = {}
+        self.camera_s = 0.0  # time spent annotating images (camera thread)
+        self.camera_images = 0
 
     # View protocol (tick thread) ---------------------------------------------------------
     def start(self, header: dict[str, Any]) -> None:
@@ -484,6 +516,9 @@ class WebView(_App):
         self._finished.clear()
         self.reset(ViewState(header, self.mode))
         self._spawn(self._pump, "web-view-pump")
+        self._cameras = CameraSetup.from_header(header)
+        if self._cameras:
+            self._spawn(self._camera_loop, "web-view-camera")
 
     def publish(self, snapshot: Any) -> None:
         inbox = self._inbox
@@ -568,6 +603,47 @@ class WebView(_App):
 
     def _gate_changed(self) -> None:
         self._gate_dirty.set()
+
+    # camera thread -----------------------------------------------------------------------
+    def _camera_loop(self) -> None:
+        """Annotate each arm's newest frame ``CAMERA_HZ`` times a second while a browser
+        watches (the frames are references the pump already holds: nothing is copied in the
+        tick thread)."""
+        done: dict[str, Any] = {}
+        while not (self._stop.wait(self.camera_interval) or self._finished.is_set()):
+            if not self._clients:
+                continue
+            for robot, setup in self._cameras.items():
+                with self._lock:
+                    state = self.state
+                    frame = state.frames.get(robot) if state is not None else None
+                    estimate = None
+                    if setup.target is not None and state is not None:
+                        estimate = state.bb.get(target_key(setup.target, "pose_cam"))
+                if frame is None or frame is done.get(robot) or getattr(frame, "image", None) is None:
+                    continue
+                done[robot] = frame
+                # the estimate drawn only if it comes from this frame
+                board2cam = None
+                if estimate is not None and getattr(estimate, "stamp", None) == frame.stamp:
+                    board2cam = estimate.matrix
+                started = time.perf_counter()
+                try:
+                    jpeg, info = annotate(frame.image, setup, board2cam)
+                except Exception as exc:  # a frame it cannot draw: say so once per frame, go on
+                    print(f"orbitree: web view: camera {robot}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    continue
+                self.camera_s += time.perf_counter() - started
+                self.camera_images += 1
+                info.update(stamp=round(float(frame.stamp), 6), seq=self.camera_images)
+                with self._lock:
+                    self._images[robot] = jpeg
+                    if self.state is not None:
+                        self.state.set_camera(robot, info)
+
+    def camera_image(self, robot: str) -> bytes | None:
+        with self._lock:
+            return self._images.get(robot)
 
     # controls (server threads) -----------------------------------------------------------
     def control_state(self) -> dict[str, Any]:
@@ -777,6 +853,7 @@ def _apply_record(state: ViewState, record: dict[str, Any]) -> list[tuple[int, s
         record.get("feedback"),
         record.get("bb"),
         record.get("events"),
+        scene=record.get("scene"),
     )
 
 

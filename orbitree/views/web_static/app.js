@@ -2,7 +2,9 @@
 // Plain JS with SVG and canvas, written for orbitree; it loads nothing from anywhere else.
 // The server sends an "init" message (everything) then "update" messages (what changed) as
 // server-sent events; see orbitree/views/state.py. Buttons POST to /api/control, and the
-// executive acts on them between two ticks.
+// executive acts on them between two ticks. The 3-D scene is scene.js (a module using the
+// vendored three.js): this script hands it each message as an "orbitree:init" or
+// "orbitree:update" event. The camera image and the LVLH panel are drawn here.
 "use strict";
 
 (() => {
@@ -17,7 +19,7 @@
   const S = {
     mode: "live", header: null, nodes: [], children: [], parentOf: [], phases: [],
     statuses: [], feedback: [], bb: {}, bbT: {}, bbText: {}, series: {}, events: [], changes: [],
-    traceStatus: [], lastChange: [], nodeUs: {}, control: {}, done: null,
+    traceStatus: [], lastChange: [], nodeUs: {}, control: {}, done: null, scene: {}, camera: {},
     tick: { n: -1, t: 0, tick_ms: 0, deadline_misses: 0 },
     selected: null, collapsed: new Set(), connected: false,
   };
@@ -70,6 +72,10 @@
     S.done = msg.done || null;
     S.tick = msg.tick;
     if (S.selected !== null && S.selected >= S.nodes.length) S.selected = null;
+    S.scene = msg.scene || {};
+    S.camera = msg.camera || {};
+    cameraShown = null;
+    window.dispatchEvent(new CustomEvent("orbitree:init", { detail: msg }));
     document.title = `orbitree · ${msg.header.mission}`;
     $("mission").textContent = msg.header.mission;
     $("mode").textContent = S.mode;
@@ -98,6 +104,11 @@
       schedule("plots");
     }
     if (msg.events) S.events.push(...msg.events);
+    if (msg.scene) {
+      for (const [field, values] of Object.entries(msg.scene)) Object.assign(S.scene[field] = S.scene[field] || {}, values);
+      window.dispatchEvent(new CustomEvent("orbitree:update", { detail: msg }));
+    }
+    if (msg.camera) { S.camera = msg.camera; schedule("camera"); }
     if (msg.node_us) S.nodeUs = msg.node_us;
     if (msg.control) S.control = msg.control;
     if ("done" in msg) S.done = msg.done;
@@ -132,10 +143,12 @@
     drawTreeStatus();
     drawDetail();
     drawBlackboard();
+    drawCamera();
     const now = performance.now();
     if (dirty.has("structure") || dirty.has("plots") || now - lastPlots > 250) {
       drawPlots();  // the plots and the timeline redraw whole, so at most 4 times a second
       drawTimeline();
+      drawLvlh();
       lastPlots = now;
     } else if (!plotTimer) plotTimer = setTimeout(() => { plotTimer = 0; schedule("plots"); }, 260);
     dirty.clear();
@@ -656,6 +669,91 @@
       ctx.fillRect(x, 6, 9, 3);
       ctx.fillText(label, x + 12, 12);
     }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // camera image: the server's annotated JPEG (live only), fetched when a new one is announced
+  let cameraShown = null;
+  function drawCamera() {
+    const robots = Object.entries((S.header.scene && S.header.scene.robots) || {}).filter(([, r]) => r.camera);
+    $("camera-panel").hidden = !robots.length;
+    if (!robots.length) return;
+    const img = $("camera-img"), note = $("camera-note");
+    if (S.mode === "replay") {
+      img.hidden = true;
+      note.textContent = "Camera images are not in the mission log: the live view shows them (2 per second, with the markers found and the estimated board axes).";
+      $("camera-info").textContent = "";
+      return;
+    }
+    const [robot] = robots[0];
+    const info = S.camera[robot];
+    if (!info) { note.textContent = S.done ? "no image was shown" : "waiting for a camera image…"; return; }
+    if (cameraShown === info.seq) return;
+    cameraShown = info.seq;
+    img.onload = () => {
+      img.hidden = false;
+      img.dataset.seq = info.seq;
+      img.dataset.markers = info.markers.join(",");
+      img.dataset.axes = info.axes ? "1" : "0";
+    };
+    img.src = `camera/${encodeURIComponent(robot)}.jpg?seq=${info.seq}`;
+    note.textContent = "";
+    const seen = info.markers.length ? `markers ${info.markers.join(", ")}` : "no marker found";
+    $("camera-info").textContent = `${robot} · t ${(+info.stamp).toFixed(2)} s · ${seen}${info.axes ? " · board axes: estimate" : ""}`;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // LVLH relative motion (orbit missions: /orbit/relative/<target>): along-track (V-bar)
+  // across, radial (R-bar) up, the target at the origin, the same scale on both axes
+  function drawLvlh() {
+    const names = Object.keys(S.series).filter((n) => n.startsWith("lvlh:")).sort();
+    $("lvlh-panel").hidden = !names.length;
+    if (!names.length) return;
+    const canvas = $("lvlh"), dpr = window.devicePixelRatio || 1;
+    const W = canvas.clientWidth, H = canvas.clientHeight;
+    if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
+      canvas.width = Math.round(W * dpr);
+      canvas.height = Math.round(H * dpr);
+    }
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    let ext = 1e-3;
+    for (const name of names) for (const row of S.series[name]) ext = Math.max(ext, Math.abs(row[1]), Math.abs(row[2]));
+    const pad = 26, scale = (Math.min(W, H) / 2 - pad) / (ext * 1.1);
+    const X = (y) => W / 2 + y * scale, Y = (x) => H / 2 - x * scale;  // y along-track, x radial
+    ctx.strokeStyle = "#d5dae2";
+    ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.moveTo(pad, H / 2); ctx.lineTo(W - pad, H / 2); ctx.moveTo(W / 2, 8); ctx.lineTo(W / 2, H - 8); ctx.stroke();
+    ctx.font = "10.5px system-ui, sans-serif";
+    ctx.fillStyle = "#6b7485";
+    ctx.textAlign = "right";
+    ctx.fillText("V-bar y (along-track) →", W - 4, H / 2 - 5);
+    ctx.textAlign = "left";
+    ctx.fillText("↑ R-bar x (radial)", W / 2 + 5, 16);
+    ctx.fillText(`half-width ${formatNumber(+(ext * 1.1).toPrecision(2))} m`, 4, H - 6);
+    ctx.fillStyle = "#1d2330";
+    ctx.fillRect(W / 2 - 4, H / 2 - 4, 8, 8);  // the target
+    let points = 0;
+    names.forEach((name, i) => {
+      const rows = S.series[name];
+      points += rows.length;
+      ctx.strokeStyle = COLORS[i % COLORS.length];
+      ctx.lineWidth = 1.6;
+      ctx.beginPath();
+      rows.forEach((row, k) => (k ? ctx.lineTo(X(row[2]), Y(row[1])) : ctx.moveTo(X(row[2]), Y(row[1]))));
+      ctx.stroke();
+      const last = rows[rows.length - 1];
+      if (last) {
+        ctx.fillStyle = COLORS[i % COLORS.length];
+        ctx.beginPath(); ctx.arc(X(last[2]), Y(last[1]), 4, 0, 2 * Math.PI); ctx.fill();
+      }
+    });
+    canvas.dataset.points = String(points);
+    const last = S.series[names[0]][S.series[names[0]].length - 1];
+    $("lvlh-info").textContent = last
+      ? `${names[0].slice(5)}: x ${formatNumber(last[1])} y ${formatNumber(last[2])} z ${formatNumber(last[3])} m`
+      : "";
   }
 
   // ------------------------------------------------------------------------------------------
