@@ -16,14 +16,15 @@ The force servoing of [JPL] (eq. 6): ``tool = W_T_sat · sat_T_pad · COMPLY``, 
 predicted from the last state estimate before contact (new estimates are not taken: their
 noise would jerk a tool stuck to the pad) and ``COMPLY`` a small transform in the pad's axes,
 started at the tool's offset from the predicted pad at contact and moved every tick by the
-integral of the wrist force error (``orbitree.skills.grapple.comply_step``: gain ``fraction``
+integral of the wrist force error (``orbitree.skills.grapple.comply_step``: time constant ``settle``
 of the error per tick against the pad's stiffness, dead band over the sensor's noise), so the
 prediction's error is taken up and kept once the forces are nulled. The target force is
 ``press`` into the pad until the mean force along the pad's normal over ``hold`` reaches the
 pad's ``engage_force`` (``targets.<t>.fixtures.<f>.engage_force``): the Velcro is on; the
 preload is then let go (target zero force). It writes ``/grapple/<robot>/held`` and, when
 ``partners`` all hold theirs, succeeds with its last command running on (``despin`` takes
-over in the same tick). FAILURE, the arm stopped: no engagement within ``timeout``, a partner
+over in the same tick). Ended any other way (failed, or halted because the other arm missed its
+pad), the tool lets go of the pad (``release``) before the arm stops. FAILURE: no engagement within ``timeout``, a partner
 not holding within ``wait``, or the force over ``max_force``. Writes ``/grapple/<robot>/force``
 (the force the arm pushes the body with, world, N).
 """
@@ -51,7 +52,8 @@ class GrappleParams(MotionParams):
     fixture: str
     press: Force = Field(30.0, gt=0.0, description="preload along the pad's normal until the Velcro engages")
     hold: Duration = Field(0.1, ge=0.0, description="pressed at the engage force this long: held")
-    fraction: float = Field(0.3, gt=0.0, lt=1.0, description="COMPLY: share of the force error removed per tick")
+    settle: Duration = Field(0.03, gt=0.0, description="COMPLY: time constant of the force loop (the share of the "
+                            "error removed per tick is tick/settle, at most 0.3)")
     dead_band: Force = Field(4.0, ge=0.0, description="COMPLY: force errors under this are not integrated")
     partners: list[str] = Field([], description="arms that must hold their pads too before this succeeds")
     wait: Duration = Field(1.0, ge=0.0, description="how long to wait for the partners")
@@ -80,7 +82,7 @@ class Grapple(MotionLeaf):
         self.pad = self.model.pad(self.params.fixture)
         self.base2world = base_of(self.device)
         k = self.pad.stiffness
-        gain = gr.comply_gain(k, self.ctx.period, self.params.fraction)
+        gain = gr.comply_gain(k, self.ctx.period, min(0.3, self.ctx.period / self.params.settle))
         self.comply_params = (gain, gain, gain, 1e-3, 1e-3, 1e-3)
 
     def start(self) -> Status:
@@ -99,6 +101,9 @@ class Grapple(MotionLeaf):
         self.deadline = self.ctx.now + self.params.timeout
         self.write(f"/grapple/{self.params.robot}/held", False)
         self.record = GrappleRecord.of(self.ctx)
+        # ended any way but held (failed, halted because the other arm missed), the tool lets go:
+        # an arm stopped while stuck to a spinning pad would be dragged
+        self.commanded("tool", self._let_go, "let go of the pad")
         return Status.RUNNING
 
     def running(self) -> Status:
@@ -131,6 +136,7 @@ class Grapple(MotionLeaf):
                 self.comply = gr.comply_step(self.comply, self._error(felt), self.ctx.period, self.law)
                 self._servo(self._command())
                 self.finished("arm")  # its last command runs on; despin takes over this tick
+                self.finished("tool")
                 self.feedback_message = "held"
                 return Status.SUCCESS
             if self.ctx.now - self.held_t > p.wait:
@@ -143,6 +149,12 @@ class Grapple(MotionLeaf):
         return Status.RUNNING
 
     # -- helpers -----------------------------------------------------------------------------------
+    def _let_go(self) -> None:
+        world = self.ctx.world
+        if world is not None and hasattr(world, "release_tool"):
+            world.release_tool(self.params.robot)
+            self.ctx.command(self.params.robot, "release_tool", target=self.params.target)
+
     def _law(self, press: float) -> None:
         self.law = gr.ComplyParams(gain=self.comply_params, target_wrench=(0.0, 0.0, press, 0.0, 0.0, 0.0),
                                    force_dead_band=self.params.dead_band, torque_dead_band=1e9)

@@ -50,6 +50,7 @@ from orbitree.skills import grapple as gr
 
 Status = py_trees.common.Status
 ARRIVED_M = 0.003
+SETTLE_S = 0.6  # s: at the approach pose this long before tracking (the wrist sensor is zeroed)
 
 
 class TrackParams(MotionParams):
@@ -130,19 +131,27 @@ class Track(MotionLeaf):
             self.feedback_message = f"spin {spin * 60 / (2 * np.pi):.2f} rpm over the limit"
             return Status.RUNNING
         tool = self._tool()
-        travel = float(np.linalg.norm(tool[:3, 3] - self.predictor.at(self.ctx.now).position))
-        earliest = self.ctx.now + 1.0 + travel / self.params.approach_speed
-        turn = 2 * np.pi / max(spin, 1e-3)
-        self.face_t, _ = gr.facing_time(self.predictor.at(self.ctx.now), self.model.inertia, self.pad2body,
-                                             self.base2world[:3, 3], earliest + self.params.lead, turn,
-                                             dt=min(0.05, 0.03 / max(spin, 1e-3)))
-        self.start_t = self.face_t - self.params.lead
-        self.approach = self._goal(self.start_t - self.ctx.now, self.params.standoff)
+        earliest = self.ctx.now + SETTLE_S
+        for _ in range(2):  # the next facing, or the one after if the arm cannot be there in time
+            self._plan(spin, earliest)
+            travel = float(np.linalg.norm(tool[:3, 3] - self.approach[:3, 3])) / self.params.approach_speed
+            if self.start_t >= self.ctx.now + travel + SETTLE_S:
+                break
+            earliest = self.ctx.now + travel + SETTLE_S
         self.move_l(self._to_base(self.approach), self.params.approach_speed, 1.2)
         self._say("approach")
         wait = self.face_t - self.ctx.now
         self.feedback_message = f"to the approach pose; the pad faces the arm in {wait:.1f} s"
         return Status.RUNNING
+
+    def _plan(self, spin: float, earliest: float) -> None:
+        """The next time the pad faces the arm after ``earliest`` (+ ``lead``), and the approach pose."""
+        turn = 2 * np.pi / max(spin, 1e-3)
+        self.face_t, _ = gr.facing_time(self.predictor.at(self.ctx.now), self.model.inertia, self.pad2body,
+                                        self.base2world[:3, 3], earliest + self.params.lead, turn,
+                                        dt=min(0.05, 0.03 / max(spin, 1e-3)))
+        self.start_t = self.face_t - self.params.lead
+        self.approach = self._goal(self.start_t - self.ctx.now, self.params.standoff)
 
     def _approach(self) -> Status:
         if not self.arrived():

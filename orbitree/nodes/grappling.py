@@ -21,7 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.language.keys import robot_key, target_key
 from orbitree.language.params import NodeParams
-from orbitree.language.quantities import Force
+from orbitree.language.quantities import Duration, Force
 from orbitree.nodes.motion import MotionLeaf
 from orbitree.skills import grapple as gr
 from orbitree.skills import grasp as gp
@@ -191,8 +191,8 @@ class DualArmParams(NodeParams):
     robots: tuple[str, str] = PydField(description="the two arms holding the target")
     target: str = PydField(description="the satellite they hold")
     fixtures: tuple[str, str] = PydField(description="the pad each arm holds, in the order of 'robots'")
-    fraction: float = PydField(0.3, gt=0.0, lt=1.0, description="internal-force COMPLY: share of the error "
-                               "removed per tick")
+    comply_time: Duration = PydField(0.03, gt=0.0, description="internal-force COMPLY: time constant of the "
+                                     "loop (the share of the error removed per tick is tick/comply_time, at most 0.3)")
     dead_band: Force = PydField(4.0, ge=0.0, description="internal-force COMPLY: errors under this are kept")
     abort_force: Force = PydField(60.0, gt=0.0, description="stop and fail when an arm reads more, twice in a row")
 
@@ -229,7 +229,8 @@ class DualArmLeaf(MotionLeaf):
         self._started = {}
         self.model = TargetModel.of(self.ctx, self.params.target)
         self.pads = [self.model.pad(f) for f in self.params.fixtures]
-        gains = [gr.comply_gain(p.stiffness, self.ctx.period, self.params.fraction) for p in self.pads]
+        share = min(0.3, self.ctx.period / self.params.comply_time)  # the sensor lags 5 ms: a slow loop at 2 ms
+        gains = [gr.comply_gain(p.stiffness, self.ctx.period, share) for p in self.pads]
         self.laws = [gr.ComplyParams(gain=(g, g, g, 1e-3, 1e-3, 1e-3), force_dead_band=self.params.dead_band,
                                      torque_dead_band=1e9) for g in gains]
 
