@@ -24,9 +24,9 @@ pad's ``engage_force`` (``targets.<t>.fixtures.<f>.engage_force``): the Velcro i
 preload is then let go (target zero force). It writes ``/grapple/<robot>/held`` and, when
 ``partners`` all hold theirs, succeeds with its last command running on (``despin`` takes
 over in the same tick). Ended any other way (failed, or halted because the other arm missed its
-pad), the tool lets go of the pad (``release``) before the arm stops. FAILURE: no engagement within ``timeout``, a partner
-not holding within ``wait``, or the force over ``max_force``. Writes ``/grapple/<robot>/force``
-(the force the arm pushes the body with, world, N).
+pad), the tool lets go of the pad (``release``) before the arm stops. FAILURE: no engagement
+within ``timeout``, a partner not holding within ``wait``, or the force over ``max_force``.
+Writes ``/grapple/<robot>/force`` (the force the arm pushes the body with, world, N).
 """
 
 from __future__ import annotations

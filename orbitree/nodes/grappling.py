@@ -192,7 +192,7 @@ class DualArmParams(NodeParams):
     target: str = PydField(description="the satellite they hold")
     fixtures: tuple[str, str] = PydField(description="the pad each arm holds, in the order of 'robots'")
     comply_time: Duration = PydField(0.03, gt=0.0, description="internal-force COMPLY: time constant of the "
-                                     "loop (the share of the error removed per tick is tick/comply_time, at most 0.3)")
+                                     "loop (share of the error removed per tick: tick/comply_time, at most 0.3)")
     dead_band: Force = PydField(4.0, ge=0.0, description="internal-force COMPLY: errors under this are kept")
     abort_force: Force = PydField(60.0, gt=0.0, description="stop and fail when an arm reads more, twice in a row")
 
