@@ -60,6 +60,7 @@ from orbitree.skills.capture import ENVELOPES, CaptureEnvelope, EnvelopeError, e
 DOCK_KIND = "admittance_dock"
 CAPTURE_KIND = "capture"
 DOCK_MARGIN_S = 2.0
+GRAPPLE_KINDS = ("track", "grapple", "despin", "dock_pull")
 
 
 # --------------------------------------------------------------------------- one run: data
@@ -315,6 +316,10 @@ def run_report(log: Log, out_dir: str | Path, source: str | Path = "") -> Report
     out.mkdir(parents=True, exist_ok=True)
     moment = capture_moment(log)
     figures = [error_figure(log, moment, out), gain_figure(log, moment, out), wrench_figure(log, out)]
+    if any(n.get("kind") in GRAPPLE_KINDS for n in log.header.get("nodes", [])):
+        from orbitree.report.grapple import grapple_figure
+
+        figures.append(grapple_figure(log, out))
     summary = (log.footer or {}).get("summary") or {}
     facts = [
         ("mission", str(log.header.get("mission", ""))),
