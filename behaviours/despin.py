@@ -48,6 +48,7 @@ class DespinParams(DualArmParams):
     jerk: float = Field(60.0, gt=0.0, description="N·m/s: how fast the despin torque rises and falls")
     until: AngularSpeed = Field(0.1 * 2 * np.pi / 60, gt=0.0, description="success below this spin")
     settle: Duration = Field(2.0, gt=0.0, description="after the plan's end, wait this long for the spin to drop")
+    replans: int = Field(2, ge=0, description="new plans from the spin measured after a plan's end, over 'until'")
 
 
 class Despin(DualArmLeaf):
@@ -59,10 +60,12 @@ class Despin(DualArmLeaf):
     def writes(cls, params: DespinParams) -> list[str]:
         return [*super().writes(params), "/grapple/despin_torque"]
 
-    def begin(self) -> Status:
+    def begin(self, replan: bool = False) -> Status:
         if self.predictor.estimate is None:
             self.feedback_message = "no state of the target"
             return Status.FAILURE
+        if not replan:
+            self.replans = 0
         now = self.t0 = self.ctx.now
         prediction = self.predictor.at(now)
         self.reference = prediction.attitude
@@ -128,6 +131,12 @@ class Despin(DualArmLeaf):
             if spin < self.params.until:
                 self.feedback_message = f"spin {spin * RPM:.3f} rpm: despun"
                 return Status.SUCCESS
+            if self.replans < self.params.replans:  # what the plan left (its estimate's error): plan again
+                self.replans += 1
+                self.record.fields["despin_replans"] = self.replans
+                self.begin(replan=True)
+                self.anchor()
+                return None
         if self.ctx.now > end + self.params.settle:
             self.feedback_message = f"spin not under {self.params.until * RPM:g} rpm {self.params.settle:g} s " \
                                     "after the plan's end"

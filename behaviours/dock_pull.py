@@ -66,7 +66,7 @@ class DockPullParams(DualArmParams):
 def minimum_jerk(s: float) -> float:
     """The minimum-jerk blend 10s³ − 15s⁴ + 6s⁵ of ``s`` in [0, 1] (peak rate 1.875)."""
     s = min(max(s, 0.0), 1.0)
-    return s**3 * (10.0 - 15.0 * s + 6.0 * s * s)
+    return min(1.0, s**3 * (10.0 - 15.0 * s + 6.0 * s * s))  # rounding may pass 1 by an ulp
 
 
 class DockPull(DualArmLeaf):

@@ -257,12 +257,7 @@ class DualArmLeaf(MotionLeaf):
         status = self.begin()
         if status != Status.RUNNING:
             return status
-        body = self.body(self.ctx.now)
-        self.comply = []
-        for pad, tool in zip(self.pads, self._tools(), strict=True):
-            offset = np.linalg.solve(body @ pad.pad2body, tool @ np.linalg.inv(TOOL_ON_PAD))
-            self.comply.append(gr.ComplyState(np.concatenate(
-                [offset[:3, 3], Rotation.from_matrix(offset[:3, :3]).as_rotvec()])))
+        self.anchor()
         for name, arm in zip(self.params.robots, self.arms, strict=True):
             self.commanded(name, arm.stop)
         return Status.RUNNING
@@ -308,6 +303,15 @@ class DualArmLeaf(MotionLeaf):
             goal[:3, 3] += push[i] / pad.stiffness
             arm.servo_l(np.linalg.solve(self.bases[i], goal))
         return Status.RUNNING
+
+    def anchor(self) -> None:
+        """Start each arm's COMPLY transform at its tool's offset from its pad on the reference now."""
+        body = self.body(self.ctx.now)
+        self.comply = []
+        for pad, tool in zip(self.pads, self._tools(), strict=True):
+            offset = np.linalg.solve(body @ pad.pad2body, tool @ np.linalg.inv(TOOL_ON_PAD))
+            self.comply.append(gr.ComplyState(np.concatenate(
+                [offset[:3, 3], Rotation.from_matrix(offset[:3, :3]).as_rotvec()])))
 
     def _tools(self) -> list[np.ndarray]:
         return [base @ self.read(robot_key(r, "tcp_pose")) for base, r in zip(self.bases, self.params.robots,
