@@ -49,14 +49,14 @@ Status = py_trees.common.Status
 class Tolerance(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     position: Length = Field(0.005, gt=0.0)
-    angle: Angle = Field(np.radians(2.0), gt=0.0)
+    angle: Angle = Field(float(np.radians(2.0)), gt=0.0)
 
 
 class DockPullParams(DualArmParams):
     dock: PoseField = Field(description="the body's pose (centre of mass, axes) when docked, world frame")
     duration: Duration = Field(4.0, gt=0.0, description="the path takes at least this long")
     speed: Speed = Field(0.05, gt=0.0, description="peak linear speed of the path")
-    angular_speed: AngularSpeed = Field(np.radians(10.0), gt=0.0, description="peak rotation rate of the path")
+    angular_speed: AngularSpeed = Field(float(np.radians(10.0)), gt=0.0, description="peak rotation rate")
     tolerance: Tolerance = Tolerance()
     max_internal: Force = Field(8.0, gt=0.0, description="docked only with the internal force under this")
     hold: Duration = Field(0.3, ge=0.0, description="docked conditions held this long")
