@@ -16,14 +16,19 @@ from orbitree.behaviours.admittance_dock import AdmittanceDock
 from orbitree.behaviours.approach import Approach
 from orbitree.behaviours.capture import Capture
 from orbitree.behaviours.condition import Condition
+from orbitree.behaviours.despin import Despin
+from orbitree.behaviours.dock_pull import DockPull
+from orbitree.behaviours.grapple import Grapple
 from orbitree.behaviours.latch import Latch
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
 from orbitree.behaviours.perceive import Perceive
+from orbitree.behaviours.release import Release
 from orbitree.behaviours.relocate import Relocate
 from orbitree.behaviours.retract import Retract
 from orbitree.behaviours.search import Search
 from orbitree.behaviours.set_value import SetValue
+from orbitree.behaviours.track import Track
 from orbitree.behaviours.wait import Wait
 from orbitree.language import loader, schema
 from orbitree.language.registry import Registry
@@ -44,6 +49,11 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     AdmittanceDock,
     Latch,
     Retract,
+    Track,
+    Grapple,
+    Despin,
+    DockPull,
+    Release,
 )
 
 

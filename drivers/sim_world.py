@@ -360,6 +360,17 @@ class SimWorld:
         pure ``torque`` (3,) N·m, world frame; wrenches accumulate until the step applies them."""
         self.satellites[target].apply_wrench(force, point, torque)
 
+    def release_tool(self, robot: str) -> int:
+        """Let go of every pad ``robot``'s tool holds (its Velcro is released, as the gripper
+        opening on the seed's grappling tool would); returns how many it held."""
+        released = 0
+        for contact in self.pads.values():
+            if contact.robot == robot and contact.anchor is not None:
+                contact.anchor = None
+                contact.events.append(("let_go", round(self.time, 6), 0.0))
+                released += 1
+        return released
+
     def pad_contact(self, robot: str, target: str, fixture: str) -> PadContact | None:
         """The contact of ``robot``'s tool with a pad (None until the tool first comes near it)."""
         return self.pads.get((robot, target, fixture))

@@ -281,3 +281,47 @@ def comply_transform(state: ComplyState, first_order: bool = False) -> np.ndarra
     else:
         out[:3, :3] = Rotation.from_rotvec([ax, ay, az]).as_matrix()
     return out
+
+
+# ------------------------------------------------------------------------------ approach timing
+
+
+def facing_time(prediction: BodyPrediction, inertia: np.ndarray, pad2body: np.ndarray, toward: np.ndarray,
+                after: float, horizon: float, dt: float = 0.02) -> tuple[float, float]:
+    """When, between ``after`` and ``after + horizon`` (s, mission clock, ``after`` not before the
+    prediction's time), the pad's normal points most nearly at ``toward`` (3,) m, world (an arm's
+    base): the first local maximum of ``n̂ · (toward − p)/|toward − p|`` (torque-free body).
+    Returns (time, that cosine); the best sample if the cosine only rises or falls over the horizon.
+    The moment the seed's arms wait for: "the pads are facing the tools".
+    """
+    point = check_vector(toward, 3, "toward")
+    _positive(horizon, "horizon")
+    step = _positive(dt, "dt")
+    if after < prediction.t - 1e-9:
+        raise ValueError(f"after ({after}) precedes the prediction's time ({prediction.t})")
+    state = rb.propagate(prediction.attitude, inertia, after - prediction.t, step) if after > prediction.t \
+        else prediction.attitude
+    pad = check_pose(pad2body, "pad2body")
+
+    def score(attitude: rb.AttitudeState, t: float) -> float:
+        rotation = attitude.attitude.as_matrix()
+        position = prediction.position + prediction.velocity * (t - prediction.t) + rotation @ pad[:3, 3]
+        normal = rotation @ pad[:3, 2]
+        direction = point - position
+        return float(normal @ direction / max(np.linalg.norm(direction), 1e-12))
+
+    t = after
+    best = (t, score(state, t))
+    previous = best[1]
+    rising = False
+    for _ in range(max(1, math.ceil(horizon / step))):
+        state = rb.step(state, inertia, step)
+        t += step
+        value = score(state, t)
+        if value > best[1]:
+            best = (t, value)
+        if rising and value < previous:
+            return t - step, previous
+        rising = value > previous
+        previous = value
+    return best

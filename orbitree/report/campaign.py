@@ -125,7 +125,12 @@ def wall_time_figure(rows: list[dict[str, str]], out: Path) -> FigureEntry:
 def campaign_figures(rows: list[dict[str, str]], envelope: dict[str, Any] | None, out: Path) -> list[FigureEntry]:
     if not rows:
         return [FigureEntry("campaign", "Campaign figures", note="skipped: no runs in summary.csv")]
-    return [final_error_figure(rows, envelope, out), success_figure(rows, out), wall_time_figure(rows, out)]
+    figures = [final_error_figure(rows, envelope, out), success_figure(rows, out), wall_time_figure(rows, out)]
+    if "grapple.docked" in rows[0]:  # a grapple campaign: the frontier
+        from orbitree.report.grapple import frontier_figure
+
+        figures.append(frontier_figure(rows, out))
+    return figures
 
 
 def campaign_report(campaign_dir: str | Path, out_dir: str | Path) -> Report:

@@ -60,6 +60,9 @@ from orbitree.skills.capture import ENVELOPES, CaptureEnvelope, EnvelopeError, e
 DOCK_KIND = "admittance_dock"
 CAPTURE_KIND = "capture"
 DOCK_MARGIN_S = 2.0
+GRAPPLE_KINDS = ("track", "grapple", "despin", "dock_pull")
+GRAPPLE_PHASES = (("track", "tab:blue"), ("grapple", "tab:orange"), ("despin", "tab:red"),
+                  ("dock_pull", "tab:purple"))
 
 
 # --------------------------------------------------------------------------- one run: data
@@ -309,12 +312,65 @@ def wrench_figure(log: Log, out: Path) -> FigureEntry:
     return entry
 
 
+def _grapple_keys(log: Any, prefix: str, suffix: str) -> list[str]:
+    found: set[str] = set()
+    for tick in log.ticks:
+        for key in tick.get("bb") or {}:
+            if key.startswith(prefix) and key.endswith(suffix):
+                found.add(key)
+    return sorted(found)
+
+
+def grapple_figure(log: Any, out: Path) -> FigureEntry:
+    entry = FigureEntry("grapple", "Spin rate, stand-off per arm, contact forces per arm and internal force; "
+                                   "shaded: track, grapple, despin, dock")
+    spins = _grapple_keys(log, "/target/", "/spin_rate")
+    forces = [k for k in _grapple_keys(log, "/grapple/", "/force")]
+    if not spins and not forces:
+        entry.note = "skipped: no /grapple/* or /target/*/spin_rate in the log (no grapple ran)"
+        return entry
+    fig = Figure(figsize=(10, 9), layout="constrained")
+    axes = fig.subplots(4, 1, sharex=True)
+    for key in spins:
+        s = series(log, key)
+        if s is not None:
+            axes[0].plot(s.t, s.values * 60.0 / (2.0 * np.pi), label=key.split("/")[2])
+    axes[0].set_ylabel("spin (rpm)")
+    for key in _grapple_keys(log, "/grapple/", "/standoff"):
+        s = series(log, key)
+        if s is not None:
+            axes[1].plot(s.t, s.values * 1e3, label=key.split("/")[2])
+    axes[1].set_ylabel("stand-off (mm)")
+    for key in forces:
+        s = series(log, key, (3,))
+        if s is not None:
+            axes[2].plot(s.t, np.linalg.norm(s.values, axis=1), label=key.split("/")[2])
+    axes[2].set_ylabel("force on the target (N)")
+    internal = series(log, "/grapple/internal_force")
+    if internal is not None:
+        axes[3].plot(internal.t, internal.values, color="k", label="internal")
+    axes[3].set_ylabel("internal force (N)")
+    for kind, colour in GRAPPLE_PHASES:
+        intervals = running_intervals(log, {int(n["id"]) for n in _nodes(log, kind) if n.get("kind") == kind})
+        for ax in axes:
+            _shade(ax, intervals, kind, colour)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    axes[-1].set_xlabel("mission time (s)")
+    fig.suptitle(f"{log.header.get('mission', '')}: grapple, despin, dock")
+    entry.file = save_figure(fig, out / "grapple.png")
+    return entry
+
+
 def run_report(log: Log, out_dir: str | Path, source: str | Path = "") -> Report:
     """Write the figures and ``index.md`` of one run to ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     moment = capture_moment(log)
     figures = [error_figure(log, moment, out), gain_figure(log, moment, out), wrench_figure(log, out)]
+    if any(n.get("kind") in GRAPPLE_KINDS for n in log.header.get("nodes", [])):
+        figures.append(grapple_figure(log, out))
     summary = (log.footer or {}).get("summary") or {}
     facts = [
         ("mission", str(log.header.get("mission", ""))),

@@ -1,0 +1,69 @@
+"""The JPL dual-arm grappling mission on the simulated world: the seed's case (2 rpm, state at 2 Hz,
+control at 28 ms) docks with every pad force under the documented 60 N, and faults end in success
+or in a safe abort (the pads let go, both arms backed off) with no limit crossed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orbitree.cli import main
+
+MISSION = Path(__file__).resolve().parents[2] / "missions" / "jpl_grapple.yaml"
+PAD_FORCE_LIMIT_N = 60.0  # the leaves' abort force, documented in the README (the Velcro tears at 100 N)
+SAFETY_FORCE_N = 80.0
+
+
+def _run(tmp_path: Path, seed: int, *sets: str) -> dict:
+    out = tmp_path / f"run{seed}.json"
+    args = ["run", str(MISSION), "--view", "none", "--seed", str(seed), "--summary", str(out)]
+    for value in sets:
+        args += ["--set", value]
+    main(args)
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_seed_case_grapples_despins_and_docks_with_pad_forces_under_the_limit(tmp_path, seed):
+    summary = _run(tmp_path, seed)
+    grapple = summary["grapple"]
+    assert summary["status"] == "SUCCESS", summary["reason"]
+    assert grapple["docked"] is True
+    assert grapple["revolutions_missed"] == 0
+    assert 1.9 < grapple["spin_at_contact_rpm"] < 2.05  # the 2 rpm spin, less the bearing's friction
+    assert grapple["final_spin_rpm"] < 0.1
+    assert set(grapple["peak_force_n"]) == {"left", "right"}
+    assert max(grapple["peak_force_n"].values()) < PAD_FORCE_LIMIT_N
+    assert summary["true_max_contact_force_n"] < PAD_FORCE_LIMIT_N
+    assert grapple["dock_error_true"]["angle_deg"] < 2.0
+    assert summary["safety_violations"] == []
+
+
+def test_protective_stop_of_one_arm_during_despin_ends_in_a_safe_abort_under_the_limits(tmp_path):
+    fault = "faults=[{when: despin RUNNING, kind: protective_stop, robot: right}]"
+    summary = _run(tmp_path, 1, fault)
+    assert summary["status"] == "ABORTED"
+    assert [v["check"] for v in summary["safety_violations"]] == ["protective_stop"]
+    assert "safe abort" in summary["reason"]
+    pads = {p["robot"]: p for p in summary["pad_contacts"]}
+    assert all(not p["attached"] for p in pads.values())  # both tools let go of their pads
+    assert any(e[0] == "let_go" for p in pads.values() for e in p["events"])
+    assert summary["true_max_contact_force_n"] < SAFETY_FORCE_N
+    assert max(summary["grapple"]["peak_force_n"].values()) < SAFETY_FORCE_N
+
+
+def test_a_missed_pad_backs_off_to_the_stand_off_and_grapples_on_the_next_revolution(tmp_path):
+    # the left arm's commands arrive 800 ms late while it tracks the first time: it misses its pad
+    fault = "faults=[{when: track left RUNNING, kind: command_latency, robot: left, delay: 800 ms, for: 5.5 s}]"
+    summary = _run(tmp_path, 2, fault, "max_duration=70 s")
+    grapple = summary["grapple"]
+    assert grapple["revolutions_missed"] >= 1
+    assert summary["status"] in ("SUCCESS", "FAILURE")
+    if summary["status"] == "SUCCESS":
+        assert grapple["docked"] is True and grapple["final_spin_rpm"] < 0.1
+    else:  # a safe abort: the tree's own, not a safety stop
+        assert "safe abort" in summary["reason"]
+    assert summary["true_max_contact_force_n"] < SAFETY_FORCE_N
+    assert summary["safety_violations"] == []
