@@ -36,7 +36,7 @@ to the pad) and ``/grapple/<robot>/phase``.
 from __future__ import annotations
 
 from collections import deque
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import py_trees
@@ -62,8 +62,9 @@ class TrackParams(MotionParams):
     press: Length = Field(0.006, ge=0.0, description="how far past the pad's surface the goal ends")
     method: Literal["seed", "rigid_body"] = Field("rigid_body", description="seed: δ = Δ·τ/T; rigid_body: "
                                                   "Euler prediction every tick")
-    lookahead: Duration | None = Field(None, ge=0.0, description="rigid_body: predict this far ahead "
-                                       "(default: one tick)")
+    # the bound inside the union, so the schema's quantity carries it as the loader does
+    lookahead: Annotated[Duration, Field(ge=0.0)] | None = Field(
+        None, description="rigid_body: predict this far ahead (default: one tick)")
     lead: Duration = Field(0.0, ge=0.0, description="start tracking this long before the pad faces the arm")
     contact_force: Force = Field(15.0, gt=0.0, description="wrist force against the tool's axis meaning contact")
     approach_speed: Speed = Field(0.25, gt=0.0, description="move_l speed to the approach pose")

@@ -66,8 +66,14 @@ class Dimension:
         return self.bare or si_unit(self.name)
 
     def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
-        # the float's own schema carries the field's bounds (gt=0 -> exclusiveMinimum)
-        return _quantity_schema(self.name, self.bare, handler(core_schema))
+        # the float's own schema carries the field's bounds (gt=0 -> exclusiveMinimum); a bound
+        # given inside a union (``Annotated[Duration, Field(ge=0)] | None``) arrives unrenamed
+        number = dict(handler(core_schema))
+        for raw, keyword in (("ge", "minimum"), ("gt", "exclusiveMinimum"), ("le", "maximum"),
+                             ("lt", "exclusiveMaximum")):
+            if raw in number:
+                number[keyword] = number.pop(raw)
+        return _quantity_schema(self.name, self.bare, number)
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,17 @@ def _pose_from_list(value: Any) -> Any:
     return value
 
 
-PoseField = Annotated[Pose, BeforeValidator(_pose_from_list)]
+class _PoseListToo:
+    """The schema of a pose field says what ``_pose_from_list`` takes: the mapping, or 6 values."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        six = {"type": "array", "minItems": 6, "maxItems": 6, "items": {"type": ["number", "string"]},
+               "description": "[x, y, z, roll, pitch, yaw]: metres and degrees unless units are given"}
+        return {"anyOf": [handler(core_schema), six]}
+
+
+PoseField = Annotated[Pose, BeforeValidator(_pose_from_list), _PoseListToo]
 
 
 SIValue = Annotated[Any, BeforeValidator(any_quantity)]

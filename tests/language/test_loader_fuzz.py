@@ -93,7 +93,7 @@ def test_a_mutated_mission_loads_or_is_refused_with_positions(source: Path, tree
     target = tree / "missions" / f"fuzzed_{source.name}"
     (tree / "missions" / "report.yaml").write_text("tree: {wait: 1 s}\n")  # 'include: report.yaml'
 
-    @settings(max_examples=max(150 // len(MISSIONS), 25), deadline=2000, database=None,
+    @settings(max_examples=max(150 // len(MISSIONS), 25), deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(mutated(text))
     def check(data: bytes) -> None:
@@ -108,7 +108,7 @@ def test_a_mutated_campaign_loads_or_is_refused_with_positions(tree: Path):
     text = CAMPAIGN.read_text(encoding="utf-8")
     target = tree / "missions" / "campaigns" / "fuzzed.yaml"
 
-    @settings(max_examples=40, deadline=4000, database=None,
+    @settings(max_examples=40, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(mutated(text))
     def check(data: bytes) -> None:

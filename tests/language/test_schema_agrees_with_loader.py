@@ -29,6 +29,8 @@ SAMPLES: dict[str, Any] = {  # a valid value for each required field, by name
     "condition": {"key": "/a", "exists": True}, "force": "25 N", "torque": "3 Nm",
     "sweep": {"center": [-0.65, 0.0], "size": [0.5, 0.8], "height": "0.55 m", "spacing": "0.3 m"},
     "children": [{"wait": "1 s"}], "child": {"wait": "1 s"},
+    "robots": ["left", "right"], "fixture": "pad_left", "fixtures": ["pad_left", "pad_right"],
+    "dock": {"xyz": [0, 0, 0.4], "rpy": [0, 0, 90]},
 }
 POOL: list[Any] = [
     True, 0, -1, 2, 1.5, -0.5, 1e6, "x", "3 s", "5 mm", "-2 mm", "0 N", "0.0 s", "20 deg/s", "10 Hz",

@@ -275,7 +275,7 @@ def broken_logs(draw, lines: list[bytes]) -> bytes:
 def test_any_broken_log_is_either_refused_at_a_line_or_replayed_and_reported(demo_lines, tmp_path):
     path = tmp_path / "run.jsonl"
 
-    @settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow], database=None)
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
     @given(broken_logs(demo_lines))
     def check(text: bytes) -> None:
         path.write_bytes(text)
