@@ -337,7 +337,8 @@ class URRobot:
 
     def read(self) -> RobotState:
         receive = self._require_receive()
-        if self.watchdog_hz is not None:
+        if self.watchdog_hz is not None and not receive.isProtectiveStopped():
+            # a protective stop ends the control script: the kick would be refused (False)
             self._command("kickWatchdog")
         stamp = self._clock()
         tcp2base = pose_from_ur(receive.getActualTCPPose())
