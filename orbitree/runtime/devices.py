@@ -6,7 +6,8 @@
 * ``SimWorldDevice`` steps the simulated world by one period after every tick.
 
 Simulated missions (every robot ``driver: sim``) run on the simulated clock; missions with
-hardware run on the wall clock.
+hardware run on the wall clock, and so do ``ur-emulated`` arms (the ``ur`` driver on an emulated
+controller stepping the simulated arm in real time; the rest of the world is simulated as usual).
 """
 
 from __future__ import annotations
@@ -168,6 +169,9 @@ class RobotDevice:
 class SimWorldDevice:
     world: Any  # orbitree.drivers.sim_world.SimWorld
     name: str = "world"
+    # on the wall clock (an ur-emulated arm), the mission time: the world keeps up with it rather
+    # than one period per tick (a late tick would leave the camera's frames behind the clock)
+    now: Callable[[], float] | None = None
 
     def keys(self) -> list[str]:
         return []
@@ -179,7 +183,10 @@ class SimWorldDevice:
         return {}
 
     def after_tick(self, period: float) -> None:
-        self.world.step(period)
+        if self.now is None:
+            self.world.step(period)
+        else:
+            self.world.step(max(self.now() + period - self.world.time, 1e-6))
 
     def stop(self) -> None:
         for robot in self.world.robots.values():
@@ -217,7 +224,7 @@ def build_devices(
     ``base_dir``: the mission file's folder, which relative calibration paths start from."""
     if not robots:
         return [], None
-    if is_simulated(robots):
+    if all(spec.driver in ("sim", "ur-emulated") for spec in robots.values()):
         return _sim_devices(robots, targets, ctx, seed)
     if any(spec.driver == "sim" for spec in robots.values()):
         raise ValueError("a mission drives either simulated robots or hardware, not both")
@@ -267,9 +274,17 @@ def _sim_devices(robots, targets, ctx, seed):
             latch = SimLatch(f"{name}_latch", spec.latch.travel_time, hooks)
             stiffness = structural_stiffness(spec.contact.stiffness)
             contact = sirom_contact_model(stiffness, friction=spec.contact.friction)
-        world.add_robot(robot, camera, latch, contact)
-        devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
-    devices.append(SimWorldDevice(world))
+        driver, arm = robot, robot
+        if spec.driver == "ur-emulated":
+            # the ur driver (ur_rtde) on an emulated controller that steps this arm in real time
+            from orbitree.drivers.ur_emulator import EmulatedURRobot
+
+            driver = EmulatedURRobot(name, robot, spec.host, tcp_offset=spec.tool.matrix())
+            arm = driver.world_arm
+        world.add_robot(arm, camera, latch, contact)
+        devices.append(RobotDevice(name, spec, driver, camera, ctx, latch))
+    realtime = any(spec.driver == "ur-emulated" for spec in robots.values())
+    devices.append(SimWorldDevice(world, now=(lambda: ctx.now) if realtime else None))
     return devices, world
 
 
