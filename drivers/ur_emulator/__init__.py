@@ -141,8 +141,9 @@ class EmulatedURRobot:
         return getattr(self.ur, attr)
 
 
-def serve(host: str = "127.0.0.2", *, remote_control: bool = True, q0: np.ndarray | None = None) -> int:
-    """``orbitree ur-emulator``: run an emulated UR10e on ``host`` until Ctrl-C."""
+def serve(host: str = "127.0.0.2", *, remote_control: bool = True, q0: np.ndarray | None = None,
+          duration: float | None = None) -> int:
+    """``orbitree ur-emulator``: run an emulated UR10e on ``host`` until Ctrl-C (or ``duration`` s)."""
     emulator = UREmulator(SimRobot("ur", q0=q0), remote_control=remote_control)
     try:
         emulator.start(host)
@@ -154,9 +155,10 @@ def serve(host: str = "127.0.0.2", *, remote_control: bool = True, q0: np.ndarra
     print(f"UR e-Series emulator (UR10e, URControl {'.'.join(map(str, emulator.controller.version))}, "
           f"{mode} control) at {host}: dashboard {DASHBOARD_PORT}, RTDE {RTDE_PORT}, script {ports}. "
           "Ctrl-C stops it.", flush=True)
+    end = None if duration is None else time.monotonic() + duration
     try:
-        while True:
-            time.sleep(0.5)
+        while end is None or time.monotonic() < end:
+            time.sleep(0.1)
     except KeyboardInterrupt:
         print("stopping the emulator", flush=True)
     finally:
