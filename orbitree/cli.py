@@ -182,7 +182,7 @@ exit codes: 0 written; 2 unknown board or unwritable file""")
 exit codes: 0 stopped with Ctrl-C; 1 the address's UR ports are taken""")
     emulator.add_argument("--host", default="127.0.0.2", help="loopback address to serve on (default 127.0.0.2)")
     emulator.add_argument("--local", action="store_true", help="start in local control (scripts refused)")
-    emulator.add_argument("--duration", type=float, default=None, help=argparse.SUPPRESS)
+    emulator.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     return parser
 
 

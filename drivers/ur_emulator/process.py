@@ -155,7 +155,7 @@ def _read_state(block: np.ndarray) -> np.ndarray:
 def child_main(conn: Any) -> None:
     """The child's side (``python -m orbitree.drivers.ur_emulator._child FD``)."""
     robot, host, remote_control, unlock_delay, shm_name = conn.recv()
-    from orbitree.drivers.ur_emulator import UREmulator
+    from .emulator import UREmulator
 
     shm = None
     emulator = UREmulator(robot, remote_control=remote_control, unlock_delay=unlock_delay)

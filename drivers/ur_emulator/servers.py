@@ -18,7 +18,9 @@ import struct
 import threading
 from collections.abc import Callable
 
-from . import dashboard, protocol
+import orbitree.drivers.ur_emulator.dashboard as dashboard
+import orbitree.drivers.ur_emulator.protocol as protocol
+
 from .controller import URController
 from .rtde_script import ControlScript, is_control_script, register_offset
 

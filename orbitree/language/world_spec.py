@@ -3,7 +3,7 @@
 ```yaml
 robots:
   arm:
-    driver: sim                 # sim (default) or ur
+    driver: sim                 # sim (default), ur or ur-emulated
     host: 192.168.1.10          # ur only
     q0: [0, -90, 90, -90, -90, 0]   # deg unless units are given (sim start)
     tool: {xyz: [0, 0, 0.2]}    # TCP in the flange frame
