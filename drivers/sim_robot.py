@@ -314,6 +314,26 @@ class SimRobot:
         return self._tool.copy()
 
     @property
+    def table(self) -> kin.DHTable:
+        """The nominal kinematics the controller computes with."""
+        return self._table
+
+    @property
+    def true_table(self) -> kin.DHTable:
+        """The kinematics the arm is built to (``tcp2base()`` and the camera use it)."""
+        return self._true_table
+
+    def set_tool(self, tcp2flange: np.ndarray) -> None:
+        """Make ``tcp2flange`` (4, 4) the TCP (URScript ``set_tcp``): poses read and commanded from
+        now on are the new TCP's. The camera stays where it is on the flange; a running motion
+        is stopped first, as its target was a pose of the old TCP."""
+        tool = se3.check_pose(tcp2flange, "tcp2flange")
+        if self._mode is not _Mode.IDLE:
+            self.stop()
+        self._cam2tcp = np.linalg.solve(tool, self._tool @ self._cam2tcp)
+        self._tool = tool.copy()
+
+    @property
     def cam2tcp(self) -> np.ndarray:
         return self._cam2tcp.copy()
 

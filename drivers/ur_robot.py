@@ -279,7 +279,8 @@ class URRobot:
                 self.stop()
             except (URRobotError, RuntimeError, OSError) as exc:
                 _log.warning("robot %s: stop during shutdown failed: %s", self.name, exc)
-            _quietly(control.stopScript)
+            if control.isConnected():  # on a dead link stopScript waits 300 s for a state that never comes
+                _quietly(control.stopScript)
             _quietly(control.disconnect)
         if receive is not None:
             _quietly(receive.disconnect)
@@ -338,7 +339,14 @@ class URRobot:
     def read(self) -> RobotState:
         receive = self._require_receive()
         if self.watchdog_hz is not None:
-            self._command("kickWatchdog")
+            control = self._require_control()
+            if not control.isConnected():
+                raise URConnectionError(
+                    f"robot {self.name!r}: RTDE control link to {self.host} is down; call reconnect()"
+                )
+            # False once the control script has stopped (a protective stop ends it): nothing is
+            # left for the watchdog to guard, and the state below is still worth reading
+            control.kickWatchdog()
         stamp = self._clock()
         tcp2base = pose_from_ur(receive.getActualTCPPose())
         return RobotState(

@@ -173,7 +173,23 @@ exit codes: 0 written; 2 unknown board or unwritable file""")
     board.add_argument("board", choices=sorted(BOARDS), help="board name (a target's 'board:')")
     board.add_argument("-o", "--output", type=Path, required=True, help="file to write (.pdf or .png)")
     board.add_argument("--dpi", type=float, default=600.0, help="raster resolution (default 600)")
+
+    emulator = sub.add_parser("ur-emulator", help="an emulated UR e-Series controller (a simulated UR10e) "
+                              "for ur_rtde programs", formatter_class=_Raw, epilog="""examples:
+  orbitree ur-emulator                        serves on 127.0.0.2 until Ctrl-C
+  orbitree ur-emulator --host 127.0.0.3       one more, next to it (ur_rtde uses fixed ports)
+  orbitree ur-emulator --local                in local control: ur_rtde is refused
+exit codes: 0 stopped with Ctrl-C; 1 the address's UR ports are taken""")
+    emulator.add_argument("--host", default="127.0.0.2", help="loopback address to serve on (default 127.0.0.2)")
+    emulator.add_argument("--local", action="store_true", help="start in local control (scripts refused)")
+    emulator.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     return parser
+
+
+def _ur_emulator(args: argparse.Namespace) -> int:
+    from orbitree.drivers.ur_emulator import serve
+
+    return serve(args.host, remote_control=not args.local, duration=args.duration)
 
 
 def _web_options(p: argparse.ArgumentParser) -> None:
@@ -227,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"run": _run, "validate": _validate, "schema": _schema, "tree": _tree}
     handlers |= {"campaign": _campaign, "report": _report, "calibrate": _calibrate}
-    handlers |= {"replay": _replay, "board": _board, "import-btcpp": _import_btcpp}
+    handlers |= {"replay": _replay, "board": _board, "import-btcpp": _import_btcpp, "ur-emulator": _ur_emulator}
     handler = handlers[args.command]
     try:
         return handler(args)

@@ -111,7 +111,7 @@ def test_every_command_runs(tmp_path):
     work = tmp_path / "work"  # commands write run.json, report/ ... here, reading the repository's files
     work.mkdir()
     for name in ("missions", "benchmarks", "Makefile", "pyproject.toml", "orbitree", "skills", "behaviours",
-                 "drivers"):
+                 "drivers", "examples"):
         (work / name).symlink_to(ROOT / name)
     def run_block(line: int, block: list[str]) -> list[tuple[int, str, subprocess.CompletedProcess]]:
         return [(line, c, _run(c, work)) for c in block]  # in order: run -> report, tree -> import

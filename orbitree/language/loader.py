@@ -283,11 +283,15 @@ def check_hardware(mission: Mission) -> None:
     robots = mission.model.robots
     errors: list[Diagnostic] = []
     drivers = {spec.driver for spec in robots.values()}
-    if len(drivers) > 1:
+    if "ur" in drivers and len(drivers) > 1:
         name = next(n for n, spec in robots.items() if spec.driver == "ur")
         errors.append(mission.source.at(("robots", name, "driver"), f"robots.{name}: a mission drives either "
                                         "simulated robots or hardware, not both"))
     for name, spec in robots.items():
+        if spec.driver == "ur-emulated" and spec.camera is not None and spec.camera.driver != "sim":
+            errors.append(mission.source.at(("robots", name, "camera"), f"robots.{name}.camera: an "
+                                            "'ur-emulated' arm moves in the simulated world; its camera is "
+                                            "a simulated one (driver: sim)"))
         if spec.driver != "ur":
             continue
         where = ("robots", name)

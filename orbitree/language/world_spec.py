@@ -3,7 +3,7 @@
 ```yaml
 robots:
   arm:
-    driver: sim                 # sim (default) or ur
+    driver: sim                 # sim (default), ur or ur-emulated
     host: 192.168.1.10          # ur only
     q0: [0, -90, 90, -90, -90, 0]   # deg unless units are given (sim start)
     tool: {xyz: [0, 0, 0.2]}    # TCP in the flange frame
@@ -30,6 +30,7 @@ Satellite targets (``kind: satellite``) and arms on their own ``base`` are descr
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
 import numpy as np
@@ -144,9 +145,12 @@ class StartSpec(Strict):
 
 
 class RobotSpec(Strict):
-    driver: Literal["sim", "ur"] = "sim"
+    driver: Literal["sim", "ur", "ur-emulated"] = Field(
+        "sim", description="sim (lockstep), ur (a UR arm through ur_rtde), or ur-emulated (the ur driver "
+        "on an emulated controller around the simulated arm, in real time)")
     model: Literal["ur10e"] = "ur10e"
-    host: str | None = Field(None, description="ur: controller address")
+    host: str | None = Field(None, description="ur: controller address; ur-emulated: loopback address to "
+                             "serve on (default: a free 127.x.y.z)")
     q0: tuple[AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg, AngleDeg] = Field(
         UR10E_HOME_DEG,
         validate_default=True,
@@ -185,6 +189,8 @@ class RobotSpec(Strict):
     def _ur_needs_host(self) -> RobotSpec:
         if self.driver == "ur" and not self.host:
             raise ValueError("a 'ur' robot needs 'host: <controller address>'")
+        if self.driver == "ur-emulated" and self.host and not _loopback(self.host):
+            raise ValueError(f"a 'ur-emulated' robot serves on a loopback address (127.x.y.z), not {self.host!r}")
         return self
 
     def keys(self, name: str) -> list[str]:
@@ -259,6 +265,13 @@ class SafetySpec(BaseModel):
     protective_stop: bool = Field(True, description="a protective stop is a violation")
     debounce: int = Field(2, ge=1, description="ticks a force/torque reading must exceed its limit")
     recovery: str | None = Field(None, description="subtree run after a violation, arm stopped first")
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def start_configuration(spec: RobotSpec, targets: dict[str, TargetSpec]) -> np.ndarray:

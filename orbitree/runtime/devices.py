@@ -6,7 +6,8 @@
 * ``SimWorldDevice`` steps the simulated world by one period after every tick.
 
 Simulated missions (every robot ``driver: sim``) run on the simulated clock; missions with
-hardware run on the wall clock.
+hardware run on the wall clock, and so do ``ur-emulated`` arms (the ``ur`` driver on an emulated
+controller stepping the simulated arm in real time; the rest of the world is simulated as usual).
 """
 
 from __future__ import annotations
@@ -168,6 +169,9 @@ class RobotDevice:
 class SimWorldDevice:
     world: Any  # orbitree.drivers.sim_world.SimWorld
     name: str = "world"
+    # on the wall clock (an ur-emulated arm), the mission time: the world keeps up with it rather
+    # than one period per tick (a late tick would leave the camera's frames behind the clock)
+    now: Callable[[], float] | None = None
 
     def keys(self) -> list[str]:
         return []
@@ -179,7 +183,10 @@ class SimWorldDevice:
         return {}
 
     def after_tick(self, period: float) -> None:
-        self.world.step(period)
+        if self.now is None:
+            self.world.step(period)
+        else:
+            self.world.step(max(self.now() + period - self.world.time, 1e-6))
 
     def stop(self) -> None:
         for robot in self.world.robots.values():
@@ -220,7 +227,7 @@ def build_devices(
     space = orbit is not None or any(t.kind == "satellite" for t in targets.values())
     if not robots and not space:
         return [], None
-    if is_simulated(robots):
+    if all(spec.driver in ("sim", "ur-emulated") for spec in robots.values()):
         from orbitree.runtime.space import space_devices
 
         boards = {name: t for name, t in targets.items() if t.kind == "sirom"}
@@ -274,9 +281,17 @@ def _sim_devices(robots, targets, ctx, seed):
             latch = SimLatch(f"{name}_latch", spec.latch.travel_time, hooks)
             stiffness = structural_stiffness(spec.contact.stiffness)
             contact = sirom_contact_model(stiffness, friction=spec.contact.friction)
-        world.add_robot(robot, camera, latch, contact, base2world=spec.base.matrix())
-        devices.append(RobotDevice(name, spec, robot, camera, ctx, latch))
-    devices.append(SimWorldDevice(world))
+        driver, arm = robot, robot
+        if spec.driver == "ur-emulated":
+            # the ur driver (ur_rtde) on an emulated controller that steps this arm in real time
+            from orbitree.drivers.ur_emulator import EmulatedURRobot
+
+            driver = EmulatedURRobot(name, robot, spec.host, tcp_offset=spec.tool.matrix())
+            arm = driver.world_arm
+        world.add_robot(arm, camera, latch, contact, base2world=spec.base.matrix())
+        devices.append(RobotDevice(name, spec, driver, camera, ctx, latch))
+    realtime = any(spec.driver == "ur-emulated" for spec in robots.values())
+    devices.append(SimWorldDevice(world, now=(lambda: ctx.now) if realtime else None))
     return devices, world
 
 
