@@ -11,6 +11,8 @@ YAML::
         tolerance: 0.001          # stop when the error norm ‖e‖ is below this (m and rad mixed)
         back_off: 0 mm            # aim this much further out along the target's z (a pre-dock pose)
         lost_after: 500 ms        # FAILURE when the target has not been seen for this long
+        blind_within: 0 mm        # ... unless the tool is this close to its goal (see below)
+        blind_for: 5 s            # and for at most this long
         contact_guard: {force: 25 N, torque: 3 Nm, readings: 3}   # optional, see below
 
 PBVS (``orbitree.skills.pbvs``): the error between the board pose the camera sees and the pose
@@ -27,6 +29,13 @@ With ``back_off`` the aim is moved out along the target's z: a first approach to
 pose a few centimetres out keeps the guide petals clear of the receptacle while the lateral
 error is still large (PBVS shrinks every axis at the same rate, so a target far off to
 the side would otherwise be met edge-on), and a second one with no back-off goes in.
+With ``blind_within`` the approach finishes blind: an eye-in-hand camera beside the tool cannot
+see the target's face in the last millimetres (the tool is in the way), so when the target has
+been out of sight for ``lost_after`` while the TCP is within ``blind_within`` of its goal, the
+approach keeps servoing on the last estimate, carried by the arm's motion (the estimate is in the
+base frame: the target is taken to be fixed), for at most ``blind_for``. Its feedback says so
+(``blind: estimate carried 0.4 s``) and a ``blind_approach`` event is logged when it goes blind.
+Farther out, or blind for longer, it fails ("target lost").
 With ``contact_guard`` the approach also watches the wrist: PBVS moves in free space (the
 final approach stops short of the receptacle by the envelope's standoff), so a force or torque
 above the guard's on ``readings`` consecutive fresh wrist readings is an unexpected contact — a
@@ -78,6 +87,10 @@ class ApproachParams(MotionParams):
     acceleration: float = Field(0.5, gt=0.0, description="speed_l acceleration, m/s²")
     tolerance: float = Field(0.001, gt=0.0, description="‖e‖ at which the approach ends")
     lost_after: Duration = Field(0.5, gt=0.0)
+    blind_within: Length = Field(
+        0.0, ge=0.0, description="out of sight this close to the goal: go on on the carried estimate"
+    )
+    blind_for: Duration = Field(5.0, gt=0.0, description="the longest an estimate is carried blind")
     back_off: Length = Field(0.0, ge=0.0, description="extra distance out along the target's z")
     contact_guard: ContactGuard | None = Field(
         None, description="stop and fail on an unexpected contact (wrist force or torque)"
@@ -113,6 +126,8 @@ class Approach(MotionLeaf):
 
     def start(self) -> Status:
         self.over = 0  # consecutive fresh wrist readings above the contact guard
+        self.blind_since: float | None = None  # last sighting, once the approach went blind
+        self.started = self.ctx.now
         problem = self._goal_problem()
         self.write(SERVO_FAILURE, "unreachable" if problem else "")
         if problem:  # refused before moving: the arm would only drive into a limit
@@ -144,15 +159,24 @@ class Approach(MotionLeaf):
         return None
 
     def running(self) -> Status:
-        if self._unexpected_contact():
-            return Status.FAILURE
+        contact = self._contact()
+        if contact is not None:
+            return self._unexpected(*contact)
         last_seen = self.read(target_key(self.params.target, "last_seen"))
-        if last_seen is None or self.ctx.now - last_seen > self.params.lost_after:
-            self.feedback_message = "target lost"
-            return Status.FAILURE
+        if last_seen is None:  # not seen yet: the camera's first frame may still be on its way
+            if self.ctx.now - self.started > self.params.lost_after:
+                self.feedback_message = "target lost (never seen)"
+                return Status.FAILURE
+            self.feedback_message = "waiting for a first sighting"
+            return Status.RUNNING
         tcp2base = self.read(self.robot_key("tcp_pose"))
+        board2base = self.read(target_key(self.params.target, "pose_base")).matrix
+        unseen = self.ctx.now - last_seen
+        blind = unseen > self.params.lost_after
+        if blind and not self._may_go_blind(tcp2base, board2base, unseen, last_seen):
+            return Status.FAILURE
         cam2base = tcp2base @ self.cam2tcp
-        board2cam = np.linalg.solve(cam2base, self.read(target_key(self.params.target, "pose_base")).matrix)
+        board2cam = np.linalg.solve(cam2base, board2base)
         command = camera_velocity(board2cam, self.desired, self.gain)
         self.write(SERVO_ERROR, command.error)
         self.write(SERVO_ERROR_NORM, command.error_norm)
@@ -164,24 +188,47 @@ class Approach(MotionLeaf):
         twist = saturate_twist(twist, self.params.max_speed, self.params.max_angular_speed)
         self.speed_l(twist, self.params.acceleration)
         self.feedback_message = f"‖e‖ = {command.error_norm:.4f}, λ = {command.gain:.2f}"
+        if blind:
+            self.feedback_message = f"blind: estimate carried {unseen:.1f} s, " + self.feedback_message
         return Status.RUNNING
 
-    def _unexpected_contact(self) -> bool:
+    def _may_go_blind(self, tcp2base: np.ndarray, board2base: np.ndarray, unseen: float, last_seen: float) -> bool:
+        """Out of sight for longer than ``lost_after``: may the approach go on blind (close to
+        its goal, not blind for too long)? Sets the feedback when it may not."""
+        distance = float(np.linalg.norm((board2base @ self.aim)[:3, 3] - tcp2base[:3, 3]))
+        if self.params.blind_within <= 0.0 or distance > self.params.blind_within:
+            self.feedback_message = f"target lost ({unseen:.1f} s unseen, {distance * 1e3:.0f} mm from the goal)"
+            return False
+        if unseen > self.params.blind_for:
+            self.feedback_message = f"target lost: blind for {unseen:.1f} s"
+            return False
+        if self.blind_since != last_seen:
+            self.blind_since = last_seen
+            self.ctx.event("blind_approach", node=self.name, robot=self.params.robot, unseen_s=round(unseen, 3),
+                           distance_mm=round(distance * 1e3, 2))
+        return True
+
+    def _contact(self) -> tuple[float, float] | None:
+        """(|F|, |T|) when the contact guard trips this tick (``readings`` fresh readings over it)."""
         guard = self.params.contact_guard
         if guard is None:
-            return False
+            return None
         key = self.robot_key("wrench")
         wrench, age = self.read(key), self.ctx.age(key)
         if wrench is None or age is None or age > 0.0:
-            return False  # nothing new this tick
+            return None  # nothing new this tick
         force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
         self.over = self.over + 1 if force > guard.force or torque > guard.torque else 0
-        if self.over < guard.readings:
-            return False
+        return (force, torque) if self.over >= guard.readings else None
+
+    def _unexpected(self, force: float, torque: float) -> Status:
+        """The guard tripped: stop (the leaf ends) and fail."""
+        guard = self.params.contact_guard
+        assert guard is not None
         self.feedback_message = (
             f"unexpected contact: |F| = {force:.1f} N (guard {guard.force:g} N), "
             f"|T| = {torque:.2f} Nm (guard {guard.torque:g} Nm)"
         )
         self.ctx.event("unexpected_contact", node=self.name, robot=self.params.robot,
                        force_n=round(force, 3), torque_nm=round(torque, 4))
-        return True
+        return Status.FAILURE

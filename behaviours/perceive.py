@@ -15,14 +15,16 @@ ArUco detection, corner refinement, planar PnP with the ambiguity resolved by re
 error and the previous estimate). It writes ``/target/<target>/pose_cam`` (board in the camera
 frame), ``pose_base`` (board in the robot base frame, through the camera mount and the TCP pose
 of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
-The base-frame pose uses the arm's pose at the frame's stamp (from a one-second history of the
-arm's poses), so a frame that arrives late is still placed right. When no new frame has come
+The base-frame pose uses the arm's pose at the frame's stamp (interpolated in a one-second
+history of the arm's poses, one per tick), so a frame that arrives late is still placed right:
+a camera's frames carry the instant they were taken, not the tick that reads them. When no new frame has come
 for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING
 (for use beside a motion in a parallel).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 
@@ -37,6 +39,7 @@ from orbitree.nodes.leaf import Leaf
 from orbitree.nodes.messages import StampedPose
 from orbitree.skills.board import BoardEstimatorConfig, estimate_board_pose, make_detector
 from orbitree.skills.board_model import BOARDS, make_aruco_board
+from orbitree.skills.se3 import interpolate_pose
 
 TARGET_KEYS = ("pose_cam", "pose_base", "visible", "last_seen")  # what perception writes of a target
 POSE_HISTORY_S = 1.0  # how far back frames may be placed with the arm's pose
@@ -99,6 +102,18 @@ class Perceive(Leaf):
             return py_trees.common.Status.RUNNING
         return py_trees.common.Status.SUCCESS if self.visible else py_trees.common.Status.FAILURE
 
+    def _pose_at(self, stamp: float) -> np.ndarray:
+        """The arm's TCP pose at ``stamp``: interpolated between the two ticks around it (the
+        oldest kept, or the newest, outside the history)."""
+        times = [t for t, _ in self.poses]
+        k = bisect.bisect_left(times, stamp)
+        if k == 0:
+            return self.poses[0][1]
+        if k == len(times):
+            return self.poses[-1][1]
+        (t0, a), (t1, b) = self.poses[k - 1], self.poses[k]
+        return interpolate_pose(a, b, (stamp - t0) / (t1 - t0)) if t1 > t0 else b
+
     def _estimate(self, frame) -> None:
         previous = self.read(self.keys["pose_cam"])
         prior = previous.matrix if previous is not None and self.visible else None
@@ -115,7 +130,7 @@ class Perceive(Leaf):
             self.feedback_message = "target not seen" if found is None else "estimate rejected"
             return
         # the arm's pose when the frame was taken (frames may arrive late: camera latency)
-        tcp2base = min(self.poses, key=lambda entry: abs(entry[0] - frame.stamp))[1]
+        tcp2base = self._pose_at(frame.stamp)
         cam2base = tcp2base @ self.cam2tcp
         err, markers = found.reprojection_error_px, found.marker_ids
         self.write(self.keys["pose_cam"], StampedPose(found.board2cam, "camera", frame.stamp, err, markers))

@@ -12,10 +12,19 @@ the Camera protocol and SimCamera have it) without opening the device.
 
 ``read()`` never waits for the device in the default threaded mode: a background thread grabs
 frames as the device produces them and ``read()`` hands out the newest one once, returning None
-when no new frame has arrived since the last call (the Camera contract). Each frame is stamped
-with the injected ``clock`` right after ``grab()`` returns, the closest software instant to the
-exposure. With ``threaded=False`` ``read()`` grabs synchronously (blocks for up to a frame
-period; used by tests and by file playback).
+when no new frame has arrived since the last call (the Camera contract). With ``threaded=False``
+``read()`` grabs synchronously (blocks for up to a frame period; used by tests and by file
+playback).
+
+Stamps: a frame is stamped at its capture, not when it is used. The capture instant is the
+driver's own timestamp when it is meaningful: ``CAP_PROP_POS_MSEC`` of a V4L2 device is the
+buffer's kernel timestamp on ``CLOCK_MONOTONIC`` (Python's ``time.monotonic``), taken when the
+frame started to arrive; it is used when it lies between 0 and ``MAX_DRIVER_AGE_S`` before the
+grab returned, on ``clock``. Otherwise (a video file's position, a stream's presentation time, a
+backend without timestamps) it is the instant ``grab()`` returned, read on ``clock`` at once, the
+closest software instant to the exposure. ``meta["stamp_source"]`` says which (``driver`` or
+``grab``). With ``mission_clock`` (the executive's time, read during its tick), ``read()`` puts
+the stamp on that clock keeping the frame's age: ``mission_clock() - (clock() - capture)``.
 
 Usage::
 
@@ -79,7 +88,9 @@ class CvCamera:
     grey : deliver (H, W) uint8 grey images instead of (H, W, 3) BGR.
     threaded : grab in a background thread so that ``read()`` never blocks.
     api_preference : an OpenCV ``cv2.CAP_*`` backend (e.g. ``cv2.CAP_V4L2``), or None.
-    clock : time source for frame stamps (s); the executive passes its own clock.
+    clock : the clock capture stamps are taken on (s); ``time.monotonic`` by default, the clock
+        of V4L2's buffer timestamps.
+    mission_clock : when given, ``read()`` hands out stamps on this clock (the frame's age kept).
     capture_factory : builds the capture, ``factory(source)`` or
         ``factory(source, api_preference)``; tests pass a fake.
     """
@@ -97,6 +108,7 @@ class CvCamera:
         threaded: bool = True,
         api_preference: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        mission_clock: Callable[[], float] | None = None,
         capture_factory: Callable[..., VideoCaptureLike] | None = None,
     ) -> None:
         if (width is None) != (height is None):
@@ -115,6 +127,7 @@ class CvCamera:
         self.threaded = threaded
         self.api_preference = api_preference
         self._clock = clock
+        self._mission_clock = mission_clock
         self._capture_factory = capture_factory or cv2.VideoCapture
         self._capture: VideoCaptureLike | None = None
         self._sequence = 0
@@ -152,9 +165,11 @@ class CvCamera:
         """The newest frame not returned before, or None (no new frame, or the grab failed)."""
         if self._capture is None:
             raise RuntimeError(f"camera {self.name!r}: read() before setup()")
-        if self._grabber is not None:
-            return self._grabber.take()
-        return self._grab_once(self._capture)
+        frame = self._grabber.take() if self._grabber is not None else self._grab_once(self._capture)
+        if frame is None or self._mission_clock is None:
+            return frame
+        age = self._clock() - frame.stamp
+        return Frame(frame.image, self._mission_clock() - age, {**frame.meta, "age_s": age})
 
     def shutdown(self) -> None:
         """Stop the grab thread and release the device. Safe to call twice."""
@@ -186,14 +201,16 @@ class CvCamera:
     def _grab_once(self, capture: VideoCaptureLike) -> Frame | None:
         if not capture.grab():
             return None
-        stamp = self._clock()
+        grabbed = self._clock()
+        stamp, source = capture_stamp(capture, grabbed)
         ok, image = capture.retrieve()
         if not ok or image is None:
             return None
         if self.grey and image.ndim == 3:
             image = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
         self._sequence += 1
-        return Frame(image=image, stamp=stamp, meta={"camera": self.name, "seq": self._sequence})
+        meta = {"camera": self.name, "seq": self._sequence, "stamp_source": source}
+        return Frame(image=image, stamp=stamp, meta=meta)
 
     def _check_size(self, image: np.ndarray, intrinsics: CameraIntrinsics) -> None:
         height, width = image.shape[:2]
@@ -203,6 +220,23 @@ class CvCamera:
                 f"{self.calibration} was calibrated at {intrinsics.width}x{intrinsics.height}; "
                 "request the calibrated size or recalibrate at this one"
             )
+
+
+MAX_DRIVER_AGE_S = 0.5
+"""A driver timestamp older than this at the grab is not a capture time on our clock."""
+
+
+def capture_stamp(capture: VideoCaptureLike, grabbed: float) -> tuple[float, str]:
+    """(capture instant, ``"driver"`` or ``"grab"``): the driver's ``CAP_PROP_POS_MSEC`` when it
+    reads as a time on the grab's clock less than ``MAX_DRIVER_AGE_S`` old, else ``grabbed``."""
+    try:
+        driver = float(capture.get(cv2.CAP_PROP_POS_MSEC)) / 1000.0
+    except (cv2.error, TypeError, ValueError):
+        return grabbed, "grab"
+    age = grabbed - driver
+    if driver > 0.0 and 0.0 <= age <= MAX_DRIVER_AGE_S:
+        return driver, "driver"
+    return grabbed, "grab"
 
 
 class _Grabber:

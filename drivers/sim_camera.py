@@ -2,13 +2,28 @@
 
 The scene is a list of :class:`SceneObject` (a body pose plus planar textured patches): marker
 boards built from a :class:`~orbitree.skills.board_model.BoardModel` (real ArUco images with their
-white border, printed exactly on the model's corners, on a grey plate) and a grey table (see
-:mod:`orbitree.drivers.sim_scene`). The camera pose comes from a callable ``cam2world()`` (the sim
-world passes the robot's camera pose) or is set directly. Rendering: pinhole plus OpenCV
-distortion per pixel, supersampled anti-aliased patches (:mod:`orbitree.drivers.sim_render`),
-image-space occluders, lighting (exposure, linear gradient, vignetting), Gaussian optical blur,
-sensor noise (read noise plus shot noise) from a seeded ``np.random.Generator``, 8-bit
-quantisation and an optional gamma curve. Output: (H, W) uint8 grey.
+white border, printed on the model's corners, on a grey plate or on the passive interface's
+face), solids (the active interface the camera is mounted on, which hides what it hides) and a
+grey table (see :mod:`orbitree.drivers.sim_scene`). The camera pose comes from a callable
+``cam2world()`` (the sim world passes the real tool pose times the real mount) or is set
+directly. Rendering: pinhole plus OpenCV distortion per pixel, supersampled anti-aliased patches
+(:mod:`orbitree.drivers.sim_render`), image-space occluders, lighting (exposure, linear gradient,
+vignetting), Gaussian optical blur, sensor noise (read noise plus shot noise) from a seeded
+``np.random.Generator``, 8-bit quantisation and an optional gamma curve. Output: (H, W) uint8 grey.
+
+A real camera's timing and lens (all off by default, so a bare ``SimCamera`` is ideal):
+
+* ``true_intrinsics``: the lens as built renders the image; ``intrinsics`` is what the camera
+  reports (its calibration), which estimators use. ``cam2tool``: where the camera really sits on
+  the tool carrying it (the sim world mounts it there; default: the arm's nominal mount).
+* ``exposure_s``: the image integrates the scene over the exposure. The scene (not the objects
+  that move with the camera, ``SceneObject.on_camera``) is rendered at the mid-exposure pose and
+  smeared by a line kernel along the projected motion of the target's origin (or of a point 1 m
+  ahead) between the exposure's start and end, from the camera's pose history (``step``): a
+  uniform blur, exact for a translation parallel to the image and for the target's centre.
+* ``latency_s``: a frame is handed out that long after its exposure ends (``read`` returns None
+  meanwhile); ``stamp_jitter_s``: its stamp is the mid-exposure instant plus a Gaussian error
+  of that standard deviation (truncated at 3 sigma), from a timing generator of the seed.
 
 Ground truth never travels with the image: ``read()`` returns only a :class:`Frame` (image,
 stamp, camera name, frame counter); tests and the sim world ask ``ground_truth_board2cam(name)``
@@ -30,6 +45,7 @@ three supersampled markers at close range.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,9 +62,11 @@ from orbitree.drivers.sim_scene import (
     board_object,
     random_board_view,
     resolve_pose,
+    solid_object,
     table_object,
 )
 from orbitree.skills.board_model import BoardModel
+from orbitree.skills.se3 import interpolate_pose
 
 __all__ = [
     "DEFAULT_DISTORTION",
@@ -61,8 +79,10 @@ __all__ = [
     "board_scene_camera",
     "default_intrinsics",
     "random_board_view",
+    "solid_object",
     "table_object",
 ]
+HISTORY_S = 0.25  # camera poses kept for the exposure (s)
 
 DEFAULT_DISTORTION = (-0.06, 0.08, 4e-4, -3e-4, -0.02)
 
@@ -127,7 +147,9 @@ class SimCamera:
 
     ``frame_rate_hz`` None: every ``read()`` renders a frame at the current time. Otherwise
     frames fall on the grid ``k / frame_rate_hz``: ``read()`` renders one frame per grid interval
-    (stamped with the current time) and returns None for further reads in the same interval.
+    (its exposure ending at the current time) and returns None for further reads in the same
+    interval. A frame's stamp is the middle of its exposure (the current time without
+    exposure), plus the stamp error; with ``latency_s`` it is handed out that much later.
     ``setup()`` only precomputes the per-pixel rays; nothing else needs opening.
     """
 
@@ -142,9 +164,26 @@ class SimCamera:
         background_albedo: float = 0.3,
         frame_rate_hz: float | None = None,
         clock: Callable[[], float] | None = None,
+        true_intrinsics: CameraIntrinsics | None = None,
+        exposure_s: float = 0.0,
+        latency_s: float = 0.0,
+        stamp_jitter_s: float = 0.0,
+        cam2tool: np.ndarray | None = None,
     ) -> None:
+        if min(exposure_s, latency_s, stamp_jitter_s) < 0.0:
+            raise ValueError("exposure, latency and stamp jitter must be >= 0")
         self.name = name
         self.intrinsics = intrinsics or default_intrinsics()
+        self.true_intrinsics = true_intrinsics
+        self.exposure_s = float(exposure_s)
+        self.latency_s = float(latency_s)
+        self.stamp_jitter_s = float(stamp_jitter_s)
+        self.cam2tool = None if cam2tool is None else np.array(cam2tool, dtype=np.float64)
+        self._timing_rng = np.random.default_rng([seed, 1])
+        self._history: deque[tuple[float, np.ndarray]] = deque()
+        self._in_flight: deque[tuple[float, Frame]] = deque()
+        self._centres: dict[int, np.ndarray] = {}
+        self.last_blur_px = 0.0  # length of the last frame's motion blur (for tests)
         self.sensor = sensor or SensorModel()
         self.objects: list[SceneObject] = []
         self.occluders: list[ImageOccluder] = []
@@ -169,21 +208,66 @@ class SimCamera:
         """Nothing to release; safe to call any number of times."""
 
     def read(self) -> Frame | None:
-        """Render the scene at the current time; None between frames (see ``frame_rate_hz``)."""
+        """Render the scene at the current time; None between frames (see ``frame_rate_hz``)
+        and while the newest frame is still on its way (``latency_s``)."""
         now = self.now()
+        capture = True
         if self.frame_rate_hz is not None:
             index = math.floor(now * self.frame_rate_hz + 1e-9)
-            if index <= self._last_frame_index:
-                return None
-            self._last_frame_index = index
-        image = self.render()
+            capture = index > self._last_frame_index
+            if capture:
+                self._last_frame_index = index
+        if capture:
+            frame = self._capture(now)
+            if self.latency_s == 0.0:
+                return frame
+            self._in_flight.append((now + self.latency_s, frame))
+        due = None
+        while self._in_flight and self._in_flight[0][0] <= now + 1e-9:
+            due = self._in_flight.popleft()[1]  # an older frame due at once is dropped
+        return due
+
+    def _capture(self, now: float) -> Frame:
+        """One exposure ending at ``now``: rendered at its middle, smeared by the motion."""
+        mid = now - 0.5 * self.exposure_s
+        motion = None
+        if self.exposure_s > 0.0:
+            motion = (self._pose_at(now - self.exposure_s), self._pose_at(now))
+        image = self.render(self._pose_at(mid), motion)
+        stamp = mid
+        if self.stamp_jitter_s > 0.0:
+            error = self._timing_rng.normal()
+            while abs(error) > 3.0:
+                error = self._timing_rng.normal()
+            stamp += self.stamp_jitter_s * error
         self._frame_count += 1
-        return Frame(image, now, {"camera": self.name, "frame": self._frame_count})
+        return Frame(image, stamp, {"camera": self.name, "frame": self._frame_count})
 
     # -- clock and poses -------------------------------------------------------------------
     def step(self, t: float) -> None:
-        """Set the simulated time (s) used to stamp the next frames."""
+        """Set the simulated time (s) used to stamp the next frames; with an exposure, note the
+        camera's pose at that time (the exposure's motion comes from these)."""
         self._time = float(t)
+        if self.exposure_s > 0.0:
+            history = self._history
+            if history and history[-1][0] >= self._time:
+                history.clear()  # time went back (a new run on the same camera)
+            history.append((self._time, self.cam2world()))
+            while len(history) > 2 and history[1][0] < self._time - HISTORY_S:
+                history.popleft()
+
+    def _pose_at(self, t: float) -> np.ndarray:
+        """The camera pose at time ``t`` from the pose history (interpolated; the current pose
+        after the last entry, the oldest one before the first)."""
+        history = self._history
+        if not history or t >= history[-1][0]:
+            return self.cam2world()
+        if t <= history[0][0]:
+            return history[0][1]
+        times = [entry[0] for entry in history]
+        k = int(np.searchsorted(times, t))
+        (t0, a), (t1, b) = history[k - 1], history[k]
+        return interpolate_pose(a, b, (t - t0) / (t1 - t0))
 
     def now(self) -> float:
         return float(self._clock()) if self._clock is not None else self._time
@@ -210,6 +294,11 @@ class SimCamera:
         """(4, 4) true pose of object ``name`` in the camera frame."""
         return np.linalg.inv(self.cam2world()) @ self.object(name).pose()
 
+    @property
+    def lens(self) -> CameraIntrinsics:
+        """The intrinsics the image is rendered with (the true ones; ``intrinsics`` by default)."""
+        return self.true_intrinsics if self.true_intrinsics is not None else self.intrinsics
+
     def project_marker_corners(self, name: str) -> dict[int, np.ndarray]:
         """True pixel positions (4, 2) of each marker's corners of board ``name`` (distorted)."""
         board = self.object(name).board
@@ -221,24 +310,70 @@ class SimCamera:
         return {mid: px[i] for i, mid in enumerate(board.marker_ids)}
 
     # -- rendering -------------------------------------------------------------------------
-    def render(self) -> np.ndarray:
-        """One noisy 8-bit grey image (H, W) of the scene from the current camera pose."""
-        intr = self.intrinsics
+    def render(
+        self, cam2world: np.ndarray | None = None,
+        motion: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """One noisy 8-bit grey image (H, W) of the scene from ``cam2world`` (default: the
+        current camera pose); ``motion``, the camera poses at the exposure's start and end,
+        smears the scene (not what moves with the camera) along its projected motion."""
+        intr = self.lens
         canvas = np.full((intr.height, intr.width), self.background_albedo, np.float32)
-        world2cam = np.linalg.inv(self.cam2world())
-        table = self._ray_table()
-        for obj in self.objects:
-            body2cam = world2cam @ obj.pose()
-            for patch in obj.patches:
-                if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids:
-                    patch = patch.with_levels(  # an occluder instead of the marker
-                        (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),)
-                    )
-                render_patch(canvas, patch, body2cam, table, self._project)
+        cam2world = self.cam2world() if cam2world is None else cam2world
+        world2cam = np.linalg.inv(cam2world)
+        objects = sorted(self.objects, key=lambda o: o.layer)
+        for obj in objects:
+            if not obj.on_camera:
+                self._paint(canvas, obj, world2cam)
+        self.last_blur_px = 0.0
+        if motion is not None:
+            canvas = self._motion_blur(canvas, motion)
+        for obj in objects:
+            if obj.on_camera:
+                self._paint(canvas, obj, world2cam)
         for occ in self.occluders:
             pts = np.round(np.asarray(occ.polygon) * 16).astype(np.int32)
             cv2.fillPoly(canvas, [pts], float(occ.albedo), cv2.LINE_8, shift=4)
         return self._expose(canvas)
+
+    def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray) -> None:
+        body2cam = world2cam @ obj.pose()
+        patches = obj.patches
+        if obj.sort_patches:  # painter's order: farthest patch centre first
+            centres = self._centres.get(id(obj))
+            if centres is None or len(centres) != len(patches):
+                centres = self._centres[id(obj)] = np.array([p.centre_body() for p in patches])
+            eye = np.linalg.inv(body2cam)[:3, 3]
+            patches = [patches[k] for k in np.argsort(-np.linalg.norm(centres - eye, axis=1))]
+        table = self._ray_table()
+        for patch in patches:
+            if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids:
+                patch = patch.with_levels(  # an occluder instead of the marker
+                    (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),)
+                )
+            render_patch(canvas, patch, body2cam, table, self._project)
+
+    def _motion_blur(self, canvas: np.ndarray, motion: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Smear ``canvas`` along the image motion, over the exposure, of the first target in
+        front of the camera (its origin), or of the point 1 m along the optical axis."""
+        start, end = motion
+        point = end[:3, :3] @ np.array([0.0, 0.0, 1.0]) + end[:3, 3]
+        for obj in sorted(self.objects, key=lambda o: o.layer, reverse=True):
+            if obj.board is not None:
+                origin = obj.pose()[:3, 3]
+                if (np.linalg.inv(end) @ np.append(origin, 1.0))[2] > 0.05:
+                    point = origin
+                    break
+        pixels = []
+        for pose in (start, end):
+            cam = np.linalg.inv(pose) @ np.append(point, 1.0)
+            pixels.append(self._project(cam[None, :3])[0])
+        shift = pixels[1] - pixels[0]
+        length = float(np.linalg.norm(shift))
+        self.last_blur_px = length
+        if length < 0.25 or not np.isfinite(length):
+            return canvas
+        return cv2.filter2D(canvas, -1, line_kernel(shift), borderType=cv2.BORDER_REPLICATE)
 
     def _expose(self, albedo: np.ndarray) -> np.ndarray:
         s = self.sensor
@@ -259,33 +394,51 @@ class SimCamera:
     def _light_field(self) -> np.ndarray:
         """255 * exposure * illumination, per pixel (cached per sensor model)."""
         cached = self._light
-        if cached is not None and cached[0] == self.sensor and cached[1] is self.intrinsics:
+        if cached is not None and cached[0] == self.sensor and cached[1] is self.lens:
             return cached[2]
-        s, intr = self.sensor, self.intrinsics
+        s, intr = self.sensor, self.lens
         u = (np.arange(intr.width, dtype=np.float32) / intr.width - 0.5)[None, :]
         v = (np.arange(intr.height, dtype=np.float32) / intr.height - 0.5)[:, None]
         r2 = (u**2 + v**2) / 0.5  # 1 at the image corners
         light = (1 + s.gradient[0] * u + s.gradient[1] * v) * (1 - s.vignetting * r2)
         field_ = (255.0 * s.exposure * light).astype(np.float32)
-        self._light = (s, self.intrinsics, field_)
+        self._light = (s, intr, field_)
         return field_
 
     def _ray_table(self) -> RayTable:
-        """Per-pixel rays, rebuilt when ``intrinsics`` is replaced."""
-        intr = self.intrinsics
+        """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced."""
+        intr = self.lens
         if self._rays is None or self._rays_for is not intr:
             self._rays = RayTable(intr.camera_matrix, intr.dist_coeffs, intr.width, intr.height)
             self._rays_for = intr
         return self._rays
 
     def _project(self, points_cam: np.ndarray) -> np.ndarray:
-        """(N, 3) camera-frame points to (N, 2) distorted pixels."""
-        intr = self.intrinsics
+        """(N, 3) camera-frame points to (N, 2) distorted pixels (through the true lens)."""
+        intr = self.lens
         px, _ = cv2.projectPoints(
             np.ascontiguousarray(points_cam, dtype=np.float64), np.zeros(3), np.zeros(3),
             intr.camera_matrix, intr.dist_coeffs,
         )
         return px.reshape(-1, 2)
+
+
+def line_kernel(shift: np.ndarray) -> np.ndarray:
+    """A normalised (odd, odd) kernel: a uniform segment of length ``|shift|`` pixels along
+    ``shift`` (2,), centred (the image of a uniform motion seen over the exposure): 8 samples a
+    pixel along it, each split bilinearly between its four neighbouring pixels."""
+    shift = np.asarray(shift, dtype=np.float64)
+    half = np.ceil(np.abs(shift) / 2.0).astype(int) + 1
+    kernel = np.zeros((2 * half[1] + 1, 2 * half[0] + 1), np.float64)
+    count = max(int(np.ceil(8.0 * np.linalg.norm(shift))), 2)
+    points = half + ((np.arange(count) + 0.5) / count - 0.5)[:, None] * shift  # (x, y) in the kernel
+    base = np.floor(points).astype(int)
+    frac = points - base
+    for dx in (0, 1):
+        for dy in (0, 1):
+            weight = (frac[:, 0] if dx else 1 - frac[:, 0]) * (frac[:, 1] if dy else 1 - frac[:, 1])
+            np.add.at(kernel, (base[:, 1] + dy, base[:, 0] + dx), weight)
+    return (kernel / kernel.sum()).astype(np.float32)
 
 
 def board_scene_camera(

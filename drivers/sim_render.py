@@ -1,11 +1,14 @@
 """Rendering core of the simulated camera: textured planar patches seen through a distorted lens.
 
 Every visible thing is a planar patch with a texture: the markers (real ArUco images from
-``cv2.aruco.generateImageMarker`` with their white border), the plate they are printed on, the
-table. A patch is drawn by inverse mapping: for each output pixel the *undistorted* viewing ray
-(a per-camera lookup table, computed once with ``cv2.undistortPoints``) is sent through the
-homography plane → camera, inverted, to texture coordinates, and the texture is sampled there.
-So lens distortion is exact per pixel and nothing is resampled twice.
+``cv2.aruco.generateImageMarker`` with their white border), the table, and the faces of solids
+(the two interfaces: :func:`polygon_patch`, a convex polygon as a coverage mask, drawn only from
+the side it faces). There is no depth buffer: a scene paints its patches from far to near
+(``orbitree.drivers.sim_camera``). A patch is drawn by inverse mapping: for each output pixel
+the *undistorted* viewing ray (a per-camera lookup table, computed once with
+``cv2.undistortPoints``) is sent through the homography plane → camera, inverted, to texture
+coordinates, and the texture is sampled there. So lens distortion is exact per pixel and nothing
+is resampled twice.
 
 Anti-aliasing: inside the patch's bounding box the rays are supersampled ``k x k`` per pixel
 (bilinear interpolation of the ray table, exact to well below 1e-3 px for smooth distortion),
@@ -53,6 +56,8 @@ class Patch:
         is ``s*e1 + t*e2 + origin``.
     supersample : k, samples per pixel side inside the patch's bounding box.
     marker_id : the ArUco id printed on the patch, if any.
+    normal : outward normal (3,) in the body frame of a face of a solid: the patch is drawn only
+        from the side it faces (back faces culled); None: seen from both sides.
     """
 
     levels: tuple[np.ndarray, ...]
@@ -60,6 +65,7 @@ class Patch:
     plane2body: np.ndarray
     supersample: int = 4
     marker_id: int | None = None
+    normal: np.ndarray | None = None
     outline_plane: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -75,7 +81,12 @@ class Patch:
 
     def with_levels(self, levels: tuple[np.ndarray, ...]) -> Patch:
         """The same geometry with another texture pyramid (same level-0 size)."""
-        return Patch(levels, self.tex2plane, self.plane2body, self.supersample, self.marker_id)
+        return Patch(levels, self.tex2plane, self.plane2body, self.supersample, self.marker_id,
+                     self.normal)
+
+    def centre_body(self) -> np.ndarray:
+        """(3,) centre of the texture's outline in the body frame (for painter's sorting)."""
+        return self.outline_body().mean(axis=0)
 
 
 def plane_basis(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,6 +173,40 @@ def rect_patch(
     return Patch((texture,), tex2plane, plane2body, supersample)
 
 
+def polygon_patch(
+    vertices_body: np.ndarray, normal: np.ndarray, albedo: float, texel_m: float = 2.5e-4,
+    max_texels: int = 1024,
+) -> Patch:
+    """A flat convex polygon of uniform ``albedo``, vertices (N, 3) in the body frame, seen
+    only from the side its outward ``normal`` (3,) points to: a face of a solid. The polygon is
+    an anti-aliased coverage mask on a texture of about ``texel_m`` per texel (coarser when the
+    face would need more than ``max_texels`` a side), sampled once per pixel."""
+    vertices = np.asarray(vertices_body, dtype=np.float64)
+    normal = np.asarray(normal, dtype=np.float64) / np.linalg.norm(normal)
+    origin = vertices[0]
+    e1 = vertices[1] - origin
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(normal, e1)
+    rel = vertices - origin
+    st = np.column_stack([rel @ e1, rel @ e2])
+    pad = 2.0 * texel_m
+    low, high = st.min(axis=0) - pad, st.max(axis=0) + pad
+    size_m = high - low
+    texel = max(texel_m, float(size_m.max()) / max_texels)
+    w, h = (max(int(np.ceil(v / texel)), 4) for v in size_m)
+    scale = np.array([w / size_m[0], h / size_m[1]])
+    k = 4  # coverage by 4x4 supersampling
+    big = np.zeros((h * k, w * k), np.uint8)
+    uv = (st - low) * scale  # continuous texture coordinates
+    pts = np.round((uv * k - 0.5) * 16).astype(np.int32)
+    cv2.fillPoly(big, [pts], 255, cv2.LINE_8, shift=4)
+    alpha = cv2.resize(big, (w, h), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
+    texture = premultiplied(np.full((h, w), albedo, np.float32), alpha)
+    tex2plane = np.array([[1.0 / scale[0], 0.0, low[0]], [0.0, 1.0 / scale[1], low[1]], [0.0, 0.0, 1.0]])
+    plane2body = np.column_stack([e1, e2, origin])
+    return Patch((texture,), tex2plane, plane2body, 1, None, normal)
+
+
 @dataclass
 class RayTable:
     """Undistorted normalised viewing ray (x, y) of every pixel centre, (H, W, 2) float32."""
@@ -246,10 +291,14 @@ def render_patch(
     """
     plane2cam = body2cam[:3, :3] @ patch.plane2body
     plane2cam[:, 2] += body2cam[:3, 3]
+    if patch.normal is not None and (body2cam[:3, :3] @ patch.normal) @ plane2cam[:, 2] >= 0.0:
+        return  # a back face: the camera is behind its plane
     outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
     in_front = outline_cam[:, 2] > NEAR_Z_M
     if not in_front.any():
         return
+    if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
+        return  # crosses the camera's plane but the part in front is out of view
     height, width = canvas.shape
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
@@ -298,6 +347,27 @@ def render_patch(
     else:
         roi *= 1.0 - sample[..., 1]
         roi += sample[..., 0]
+
+
+def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
+    """The part of a convex polygon (N, 3), camera frame, in front of the near plane."""
+    out = []
+    for a, b in zip(outline_cam, np.roll(outline_cam, -1, axis=0), strict=True):
+        a_in, b_in = a[2] > NEAR_Z_M, b[2] > NEAR_Z_M
+        if a_in:
+            out.append(a)
+        if a_in != b_in:
+            out.append(a + (NEAR_Z_M - a[2]) / (b[2] - a[2]) * (b - a))
+    return np.array(out)
+
+
+def _outside_view(points_cam: np.ndarray, table: RayTable) -> bool:
+    """All points (in front of the camera) beyond one side of the camera's ray box grown by
+    10 %: the convex polygon they span cannot reach the image."""
+    rays = points_cam[:, :2] / points_cam[:, 2:3]
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    return bool(np.any(np.all(rays < table.rays_min - grow, axis=0))
+                or np.any(np.all(rays > table.rays_max + grow, axis=0)))
 
 
 def _rays_all_in_front(table: RayTable, plane2cam: np.ndarray) -> bool:

@@ -1,16 +1,18 @@
-"""Scene building blocks for the simulated camera: marker boards, plates, a table, and views.
+"""Scene building blocks for the simulated camera: marker boards, solids, a table, and views.
 
 ``board_object`` prints a :class:`~orbitree.skills.board_model.BoardModel` as real ArUco images
-(``cv2.aruco.generateImageMarker`` plus the model's white border) on a grey disc plate;
-``table_object`` is a mottled grey table top; ``random_board_view`` draws camera views of a board
-for accuracy campaigns. A :class:`SceneObject` is a rigid body (pose array or callable) carrying
-textured planar patches. ``orbitree.drivers.sim_camera`` re-exports these and adds
-``board_scene_camera`` (the usual test scene: a board on a table).
+(``cv2.aruco.generateImageMarker`` plus the model's white border) on a grey disc plate, or on the
+face of a solid (the passive interface); ``solid_object`` draws a union of convex polyhedra (the
+active interface on the arm, from the contact model's geometry); ``table_object`` is a mottled
+grey table top; ``random_board_view`` draws camera views of a board for accuracy campaigns. A
+:class:`SceneObject` is a rigid body (pose array or callable) carrying textured planar patches.
+``orbitree.drivers.sim_camera`` re-exports these and adds ``board_scene_camera`` (the usual test
+scene: a board on a table).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import cv2
@@ -22,13 +24,19 @@ from orbitree.drivers.sim_render import (
     Patch,
     marker_patch,
     marker_texture_levels,
+    polygon_patch,
     premultiplied,
     rect_patch,
 )
 from orbitree.skills.board_model import BoardModel
+from orbitree.skills.contact_geometry import ConvexPolyhedron
 
 PoseSource = np.ndarray | Callable[[], np.ndarray]
 MARKER_LEVELS = 6  # finest 64 texels per cell: sharp down to ~2.5 cm from an 18 mm marker (4.4 MB)
+LIGHT_BODY = np.array([0.3, -0.4, 0.87]) / np.linalg.norm([0.3, -0.4, 0.87])
+"""Direction the faces of a solid are shaded from, in the solid's own frame (a fixed look, not a
+lighting model)."""
+LAYER_TABLE, LAYER_TARGET, LAYER_TOOL = 0, 1, 2
 
 
 def resolve_pose(source: PoseSource) -> np.ndarray:
@@ -42,7 +50,14 @@ def resolve_pose(source: PoseSource) -> np.ndarray:
 
 @dataclass
 class SceneObject:
-    """A rigid body carrying patches; ``body2world`` is a (4, 4) array or a callable."""
+    """A rigid body carrying patches; ``body2world`` is a (4, 4) array or a callable.
+
+    There is no depth test: the camera paints objects by ``layer`` (table, targets, tools), and
+    within an object patches in order, or, with ``sort_patches``, from the farthest patch centre
+    to the nearest (a solid's faces: back faces are culled, so only the pieces overlap).
+    ``on_camera``: the body moves with the camera (the tool carrying it), so it is painted
+    after the motion blur of the rest of the scene.
+    """
 
     name: str
     patches: list[Patch]
@@ -50,6 +65,9 @@ class SceneObject:
     board: BoardModel | None = None
     hidden_marker_ids: set[int] = field(default_factory=set)
     occluder_albedo: float = 0.25
+    layer: int = LAYER_TARGET
+    sort_patches: bool = False
+    on_camera: bool = False
 
     def pose(self) -> np.ndarray:
         return resolve_pose(self.body2world)
@@ -71,6 +89,27 @@ def table_texture(rng: np.random.Generator, size: int = 512, albedo: float = 0.3
     return np.clip(tex, 0.05, 0.95).astype(np.float32)
 
 
+def solid_patches(pieces: Sequence[ConvexPolyhedron], albedo: float) -> list[Patch]:
+    """The faces of convex ``pieces`` (body frame) as one-sided patches, shaded by their normal
+    (between 0.6 and 1 times ``albedo``)."""
+    patches = []
+    for piece in pieces:
+        for face, normal in zip(piece.faces, piece.normals, strict=True):
+            shade = 0.6 + 0.4 * max(float(normal @ LIGHT_BODY), 0.0)
+            patches.append(polygon_patch(piece.vertices[list(face)], normal, albedo * shade))
+    return patches
+
+
+def solid_object(
+    name: str, pieces: Sequence[ConvexPolyhedron], body2world: PoseSource, *, albedo: float = 0.35,
+    layer: int = LAYER_TOOL, on_camera: bool = False,
+) -> SceneObject:
+    """A solid made of convex ``pieces`` (metres, body frame), e.g. the active interface on the
+    arm: ``solid_object("tool", sirom_active().pieces, tool2world, on_camera=True)``."""
+    return SceneObject(name, solid_patches(pieces, albedo), body2world, layer=layer,
+                       sort_patches=True, on_camera=on_camera)
+
+
 def board_object(
     name: str,
     board: BoardModel,
@@ -78,13 +117,17 @@ def board_object(
     *,
     plate_radius_m: float = 0.06,
     plate_albedo: float = 0.5,
+    body: Sequence[ConvexPolyhedron] | None = None,
     black: float = 0.04,
     white: float = 0.85,
     supersample: int = 4,
 ) -> SceneObject:
-    """A marker board on a grey disc plate (the passive interface's face) at z = 0."""
+    """A marker board on a grey disc plate at z = 0, or, given ``body`` (convex pieces in the
+    board frame whose face is the plane z = 0: the passive interface), on that solid's face."""
     patches: list[Patch] = []
-    if plate_radius_m > 0:
+    if body is not None:
+        patches += solid_patches(body, plate_albedo)
+    elif plate_radius_m > 0:
         size = 2 * plate_radius_m
         patches.append(rect_patch(disc_texture(plate_albedo), size, size, np.eye(4), 1))
     bits = board.dictionary.markerSize
@@ -94,7 +137,11 @@ def board_object(
             board.dictionary, marker_id, bits, ratio, black, white, MARKER_LEVELS
         )
         border_texels = round(2 * ratio * (bits + 2))
-        patches.append(marker_patch(corners, levels, border_texels, marker_id, supersample))
+        patch = marker_patch(corners, levels, border_texels, marker_id, supersample)
+        if body is not None:  # printed on a solid's face: seen from the front only
+            patch = Patch(patch.levels, patch.tex2plane, patch.plane2body, patch.supersample,
+                          marker_id, np.array([0.0, 0.0, 1.0]))
+        patches.append(patch)
     return SceneObject(name, patches, board2world, board=board)
 
 
@@ -103,7 +150,7 @@ def table_object(
 ) -> SceneObject:
     """A square table top (z up) of side ``size_m`` centred on ``table2world``."""
     return SceneObject("table", [rect_patch(table_texture(rng), size_m, size_m, np.eye(4), 1)],
-                       table2world)
+                       table2world, layer=LAYER_TABLE)
 
 
 def random_board_view(

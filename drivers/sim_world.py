@@ -1,8 +1,12 @@
 """The simulated world: arms, their eye-in-hand cameras and the targets, stepped in lockstep.
 
 The world frame is the base frame of the robots (one arm on a table, as in the SIROM bench).
-Targets are rigid bodies carrying a marker board; each camera renders every target, a table top
-beneath them, and follows its arm (``cam2world`` is read from the arm at render time).
+Targets are rigid bodies carrying a marker board (on the passive interface's face when
+``add_target`` is given its ``body``); each camera renders every target, a table top beneath
+them, and the tool it rides on: its pose is the real tool pose (``tool_pose``: deflected in
+contact) times its real mount (``SimCamera.cam2tool``, default the arm's nominal mount), read
+at render time, and an arm with a contact model has its active interface drawn there, so the
+tool hides what it hides.
 
 Docking physics: an arm with a latch carries the active interface as its tool. Whenever its
 TCP is near a target, the contact model of ``orbitree.skills.contact`` (the compliant-motion
@@ -35,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.sim_camera import SimCamera, board_object, table_object
+from orbitree.drivers.sim_camera import SimCamera, board_object, solid_object, table_object
 from orbitree.drivers.sim_latch import Passive, SimLatch
 from orbitree.drivers.sim_robot import SimRobot
 from orbitree.drivers.sim_satellite import Fixture, SatelliteBody
@@ -104,6 +108,7 @@ class SimWorld:
     cameras: dict[str, SimCamera] = field(default_factory=dict)  # by robot name
     targets: dict[str, np.ndarray] = field(default_factory=dict)  # board2world
     boards: dict[str, BoardModel] = field(default_factory=dict)
+    target_bodies: dict[str, Any] = field(default_factory=dict)  # convex pieces the boards lie on
     latches: dict[str, SimLatch] = field(default_factory=dict)  # by robot name
     table_height: float | None = None
     docking: dict[str, Docking] = field(default_factory=dict)  # by robot name
@@ -138,22 +143,30 @@ class SimWorld:
         else:
             robot.set_external_wrench(lambda t, tcp2base, twist, name=robot.name: self.pad_wrench[name])
         if camera is not None:
-            camera.set_cam2world(robot.cam2base)
-            if robot.name in self.bases:  # the arm stands off the world's origin
-                camera.set_cam2world(lambda r=robot, b=self.bases[robot.name]: b @ r.cam2base())
+            # the camera rides on the tool: the real (deflected) tool pose times the real mount
+            mount = robot.cam2tcp if camera.cam2tool is None else camera.cam2tool
+            camera.set_cam2world(lambda name=robot.name: self.tool_pose(name) @ mount)
+            tool = self.docking.get(robot.name)
+            if tool is not None:  # the active interface where it really is
+                camera.add_object(solid_object(f"{robot.name} tool", tool.model.active.pieces,
+                                               lambda name=robot.name: self.tool_pose(name), on_camera=True))
             camera.step(self.time)
             self.cameras[robot.name] = camera
             for name, board in self.boards.items():
                 self._show(camera, name, board)
 
-    def add_target(self, name: str, board: BoardModel, board2world: np.ndarray) -> None:
+    def add_target(self, name: str, board: BoardModel, board2world: np.ndarray, body: Any = None) -> None:
+        """``body``: convex pieces (board frame) of the solid whose face (z = 0) carries the
+        board, drawn under it; None: a flat disc plate."""
         self.boards[name] = board
+        if body is not None:
+            self.target_bodies[name] = body
         self.targets[name] = np.array(board2world, dtype=float)
         for camera in self.cameras.values():
             self._show(camera, name, board)
 
     def _show(self, camera: SimCamera, name: str, board: BoardModel) -> None:
-        camera.add_object(board_object(name, board, lambda: self.targets[name]))
+        camera.add_object(board_object(name, board, lambda: self.targets[name], body=self.target_bodies.get(name)))
         if not any(obj.name == "table" for obj in camera.objects):
             # the module carrying the interface stands on a table 5 cm below the lowest target
             height = min(pose[2, 3] for pose in self.targets.values()) - 0.05

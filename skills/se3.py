@@ -1,5 +1,5 @@
 """SE(3) helpers every skill shares: input checks, the cross-product matrix, the adjoint, screw
-(twist and wrench) re-expression, and the two ways of comparing poses.
+(twist and wrench) re-expression, the two ways of comparing poses, and interpolation between two.
 
 Poses are (4, 4) homogeneous transforms named ``a2b`` (they map points in frame a to frame b);
 twists are ``[v, ω]`` and wrenches ``[f, τ]``, each (6,).
@@ -101,3 +101,13 @@ def pose_distance(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float
     dt = float(np.linalg.norm(estimate[:3, 3] - truth[:3, 3]))
     dr = float(Rotation.from_matrix(estimate[:3, :3].T @ truth[:3, :3]).magnitude())
     return dt, dr
+
+
+def interpolate_pose(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
+    """The pose ``s`` of the way from ``a`` to ``b`` (4, 4): position linear, rotation by slerp
+    (``s`` outside [0, 1] extrapolates)."""
+    turn = Rotation.from_matrix(a[:3, :3].T @ b[:3, :3]).as_rotvec()
+    out = np.eye(4)
+    out[:3, :3] = a[:3, :3] @ Rotation.from_rotvec(s * turn).as_matrix()
+    out[:3, 3] = a[:3, 3] + s * (b[:3, 3] - a[:3, 3])
+    return out

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from orbitree.devices import start_configuration
-from orbitree.quantities import Pose
+from orbitree.language.quantities import Pose
+from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
 from orbitree.skills.board_model import sirom_board_model
 from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
-from orbitree.world_spec import RobotSpec, TargetSpec
 
-CAM2TCP = Pose(xyz=(0.0, -0.09, -0.16), rpy=(-29.4, 0.0, 0.0)).matrix()
+CAM2TCP = Pose(xyz=(0.0, -0.12, -0.02), rpy=(0.0, 40.0, 90.0)).matrix()  # the flagship's mount
 WIDTH, HEIGHT, FOCAL = 1280, 720, 900.0
 MARGIN_PX = 60
 

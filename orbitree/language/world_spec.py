@@ -36,9 +36,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orbitree.drivers.sim_calibration import CameraErrorModel
 from orbitree.drivers.sim_ft import UR10E_FT
 from orbitree.language.keys import ROBOT_STATE, robot_key
 from orbitree.language.quantities import (
+    Angle,
     AngleDeg,
     Duration,
     Force,
@@ -63,6 +65,7 @@ from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
 
 UR10E_HOME_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+DEG = float(np.pi / 180.0)
 Stiffness = quantity("stiffness")
 
 
@@ -81,6 +84,19 @@ class CameraSpec(Strict):
     blur_px: float = Field(0.7, ge=0.0, description="sim: Gaussian blur sigma, pixels")
     device: str | int = Field(0, description="cv: device index or stream URL")
     calibration: str | None = Field(None, description="cv: OpenCV calibration file")
+    # sim: a real camera's timing and calibration; each default is a realistic value (sources in
+    # README, "Camera realism"), 0 the ideal one. Per-run errors are drawn from the run's seed.
+    exposure: Duration = Field(0.010, ge=0.0, description="sim: exposure time (motion blur over it)")
+    latency: Duration = Field(0.070, ge=0.0, description="sim: mid-exposure to the frame's delivery")
+    stamp_jitter: Duration = Field(0.002, ge=0.0, description="sim: standard deviation of a frame stamp's error")
+    focal_error: float = Field(0.003, ge=0.0, description="sim: per run, relative std of the focal length")
+    principal_point_error: float = Field(2.0, ge=0.0, description="sim: per run, std of cx and cy, pixels")
+    distortion_error: float = Field(0.01, ge=0.0, description="sim: per run, std of k1 and k2")
+    mount_error: Length = Field(0.001, ge=0.0, description="sim: per run, std of the mount per axis")
+    mount_angle_error: Angle = Field(0.3 * DEG, ge=0.0, description="sim: per run, std of its turn per axis")
+    print_scale_error: float = Field(0.001, ge=0.0, description="sim: per run, relative std of the print scale")
+    marker_error: Length = Field(0.0002, ge=0.0, description="sim: per run, std of a marker's placement")
+    marker_angle_error: Angle = Field(0.3 * DEG, ge=0.0, description="sim: per run, std of each marker's turn")
 
     @model_validator(mode="after")
     def _cv_needs_calibration(self) -> CameraSpec:
@@ -88,11 +104,20 @@ class CameraSpec(Strict):
             raise ValueError("a 'cv' camera needs 'calibration: file.yaml' (its intrinsics)")
         return self
 
+    def error_model(self) -> CameraErrorModel:
+        """The standard deviations of the per-run calibration errors (sim)."""
+        return CameraErrorModel(self.focal_error, self.principal_point_error, self.distortion_error,
+                                self.mount_error, self.mount_angle_error, self.print_scale_error,
+                                self.marker_error, self.marker_angle_error)
+
 
 class LatchSpec(Strict):
     travel_time: Duration = Field(1.0, gt=0.0, description="sim: time for the hooks' full stroke")
     hook_force: Force = Field(60.0, gt=0.0, description="sim: the most the hook motors pull (they stall there)")
     preload: Force = Field(30.0, gt=0.0, description="sim: the hooks' pull at full stroke on seated faces")
+    stall_time: Duration = Field(
+        2.0, gt=0.0, description="sim: pulling at 90 % of hook_force this long gaining under 1 % of the stroke "
+        "is a jam (longer than a complying arm takes to slide a petal off a chamfer)")
 
 
 class ContactSpec(Strict):

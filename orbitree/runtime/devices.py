@@ -239,15 +239,27 @@ def build_devices(
 
 
 def _sim_devices(robots, targets, ctx, seed):
+    from orbitree.drivers.sim_calibration import (
+        CameraErrorModel,
+        perturbed_board,
+        perturbed_intrinsics,
+        perturbed_mount,
+    )
     from orbitree.drivers.sim_camera import SensorModel, SimCamera, default_intrinsics
     from orbitree.drivers.sim_latch import SimLatch
     from orbitree.drivers.sim_robot import SimRobot, SimRobotLimits
     from orbitree.drivers.sim_world import SimWorld
     from orbitree.skills.board_model import sirom_board_model
+    from orbitree.skills.contact_geometry import sirom_passive
 
     world = SimWorld(seed=seed)
-    for name, target in targets.items():
-        world.add_target(name, sirom_board_model(), target.pose.matrix())
+    # the boards as stuck on (per run; the estimator keeps the paper's table), on the passive's
+    # face; the first simulated camera's spec says how well they were placed
+    cameras = [spec.camera for spec in robots.values() if spec.camera is not None]
+    placement = cameras[0].error_model() if cameras else CameraErrorModel()
+    for k, (name, target) in enumerate(targets.items()):
+        board = perturbed_board(sirom_board_model(), placement, np.random.default_rng([seed, k, 2]))
+        world.add_target(name, board, target.pose.matrix(), body=sirom_passive().pieces)
     devices: list[Any] = []
     for i, (name, spec) in enumerate(robots.items()):
         q0 = np.array(spec.q0)
@@ -265,19 +277,27 @@ def _sim_devices(robots, targets, ctx, seed):
         camera = None
         if spec.camera is not None:
             cam = spec.camera
+            nominal = default_intrinsics(cam.width, cam.height, cam.focal_px)  # the calibration
+            errors, draws = cam.error_model(), np.random.default_rng([seed, i, 3])
             camera = SimCamera(
                 f"{name}_camera",
-                default_intrinsics(cam.width, cam.height, cam.focal_px),
+                nominal,
                 sensor=SensorModel(blur_sigma_px=cam.blur_px, read_noise_dn=cam.noise_dn),
                 seed=seed * 1000 + i,
                 frame_rate_hz=cam.fps,
+                true_intrinsics=perturbed_intrinsics(nominal, errors, draws),  # the lens as built
+                cam2tool=perturbed_mount(cam.mount.matrix(), errors, draws),  # the bracket as built
+                exposure_s=cam.exposure,
+                latency_s=cam.latency,
+                stamp_jitter_s=cam.stamp_jitter,
             )
         latch, contact = None, None
         if spec.latch is not None:
             from orbitree.drivers.sim_latch import HookMechanics
             from orbitree.skills.contact import sirom_contact_model, structural_stiffness
 
-            hooks = HookMechanics(max_pull=spec.latch.hook_force, preload=spec.latch.preload)
+            hooks = HookMechanics(max_pull=spec.latch.hook_force, preload=spec.latch.preload,
+                                  stall_time=spec.latch.stall_time)
             latch = SimLatch(f"{name}_latch", spec.latch.travel_time, hooks)
             stiffness = structural_stiffness(spec.contact.stiffness)
             contact = sirom_contact_model(stiffness, friction=spec.contact.friction)
@@ -320,8 +340,10 @@ def _hardware_device(name: str, spec: RobotSpec, ctx: Context, base_dir: Path) -
         from orbitree.drivers.cv_camera import CvCamera
 
         cam = spec.camera
-        # frames stamped on the mission clock, like every other reading (ctx.now: the tick's time)
+        # frames stamped at capture (the driver's buffer timestamp, or the grab's instant, on the
+        # monotonic clock) and handed out on the mission clock with their age kept: read during
+        # the tick, whose start ctx.now is (the tick time alone would hide the camera's latency)
         calibration = calibration_path(base_dir, cam.calibration or "")
         camera = CvCamera(f"{name}_camera", cam.device, calibration, fps=cam.fps,
-                          clock=lambda: ctx.now)
+                          mission_clock=lambda: ctx.now)
     return RobotDevice(name, spec, robot, camera, ctx)

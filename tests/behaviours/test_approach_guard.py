@@ -17,7 +17,7 @@ robots:
   arm:
     q0: [0, -90, 90, -90, -90, 0]
     tool: {{xyz: [0, 0, 200 mm]}}
-    camera: {{mount: {{xyz: [0, -90 mm, -160 mm], rpy: [-29.4, 0, 0]}}, fps: 15 Hz, width: 1280, height: 720}}
+    camera: {{mount: {{xyz: [0, -120 mm, -20 mm], rpy: [0, 40, 90]}}, fps: 15 Hz, width: 1280, height: 720}}
     start: {{target: sirom, offset: {{xyz: [4 mm, -3 mm, 40 mm]}}}}
     ft_sensor: ideal   # the guard's logic, reading by reading
 targets:
@@ -35,6 +35,7 @@ tree:
           target: sirom
           max_speed: 50 mm/s
           tolerance: 0.002
+          blind_within: 25 mm   # the tool hides the board in the last ~14 mm
           contact_guard: {{force: 25 N, torque: 3 Nm, readings: 3}}
 """
 

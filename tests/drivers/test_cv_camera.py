@@ -135,7 +135,7 @@ def test_read_returns_stamped_frames_and_none_when_the_grab_fails(calibration: P
     frame = camera.read()
     assert isinstance(frame, Frame) and frame.image is first
     assert frame.stamp == 100.5
-    assert frame.meta == {"camera": "wrist", "seq": 2}
+    assert frame.meta == {"camera": "wrist", "seq": 2, "stamp_source": "grab"}
     assert camera.read() is None
     frame = camera.read()
     assert frame is not None and frame.image is second and frame.stamp == 101.0
@@ -221,6 +221,71 @@ def test_threaded_read_hands_out_each_new_frame_once(calibration: Path) -> None:
     finally:
         camera.shutdown()
     assert capture.releases == 1
+
+
+class TimestampedCapture(FakeCapture):
+    """A fake V4L2 device: each grab sets ``CAP_PROP_POS_MSEC`` to the next driver timestamp."""
+
+    def __init__(self, images: list[np.ndarray | None], stamps_ms: list[float]) -> None:
+        super().__init__(images)
+        self.stamps_ms = list(stamps_ms)
+
+    def grab(self) -> bool:
+        if self.stamps_ms:
+            self.props[cv2.CAP_PROP_POS_MSEC] = self.stamps_ms.pop(0)
+        return super().grab()
+
+
+def test_a_v4l2_buffer_timestamp_stamps_the_frame_at_its_capture(calibration: Path) -> None:
+    # the grabs return at 100.0 and 100.5 on the camera's clock; the kernel stamped the buffers
+    # 40 ms and 25 ms earlier, on the same (monotonic) clock
+    capture = TimestampedCapture([_image(0), _image(1)], [99_960.0, 100_475.0])
+    camera = _camera(calibration, capture)
+    camera.setup()
+    frame = camera.read()
+    assert frame is not None and frame.stamp == pytest.approx(100.475)
+    assert frame.meta["stamp_source"] == "driver"
+
+
+@pytest.mark.parametrize("position_ms", [33.3, 0.0, -1.0, 100_600.0, 99_000.0])
+def test_a_driver_position_that_is_no_capture_time_falls_back_to_the_grab(calibration: Path,
+                                                                         position_ms: float) -> None:
+    # a video file's position (33.3 ms), none (0, -1), a time after the grab or 1 s before it
+    capture = TimestampedCapture([_image(0), _image(1)], [position_ms, position_ms])
+    camera = _camera(calibration, capture)
+    camera.setup()
+    frame = camera.read()
+    assert frame is not None and frame.stamp == 100.5 and frame.meta["stamp_source"] == "grab"
+
+
+def test_the_mission_clock_gets_the_frame_with_its_age_kept(calibration: Path) -> None:
+    # captured at 100.475 (driver), read when the camera's clock says 101.0 and the mission's 12.0
+    ticks = iter([100.0, 100.5, 101.0])
+    capture = TimestampedCapture([_image(0), _image(1)], [99_960.0, 100_475.0])
+    camera = CvCamera("wrist", 0, calibration, threaded=False, clock=lambda: next(ticks),
+                      mission_clock=lambda: 12.0, capture_factory=lambda *args: capture)
+    camera.setup()
+    frame = camera.read()
+    assert frame is not None
+    assert frame.stamp == pytest.approx(12.0 - 0.525) and frame.meta["age_s"] == pytest.approx(0.525)
+
+
+def test_the_hardware_adapter_stamps_frames_at_capture_on_the_mission_clock(calibration: Path) -> None:
+    from orbitree.language.world_spec import RobotSpec
+    from orbitree.nodes.context import Context
+    from orbitree.runtime.devices import _hardware_device
+
+    spec = RobotSpec(driver="ur", host="192.0.2.1",
+                     camera={"driver": "cv", "device": 0, "calibration": str(calibration)})
+    ctx = Context(now=7.25)
+    device = _hardware_device("arm", spec, ctx, calibration.parent)
+    camera = device.camera
+    assert isinstance(camera, CvCamera)
+    # capture stamps on the monotonic clock (V4L2's), handed out on the tick's mission time
+    assert camera._clock is time.monotonic
+    assert camera._mission_clock is not None and camera._mission_clock() == 7.25
+    ctx.now = 9.5
+    assert camera._mission_clock() == 9.5
 
 
 # -- calibration files ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ mission: perceive-faults
 rate_hz: 50
 robots:
   arm:
-    camera: {mount: {xyz: [0, 0, 0]}, fps: 10 Hz}
+    camera: {mount: {xyz: [0, 0, 0]}, fps: 10 Hz, IDEAL}
 targets:
   sirom: {pose: {xyz: [-0.6914, -0.1742, 0.3768], rpy: [0, 0, 0]}}
 tree:
@@ -28,9 +28,15 @@ faults:
 """
 
 
+# the faults' own effects on an ideal camera (no latency or stamp error, no calibration errors)
+IDEAL = ", ".join(f"{name}: 0" for name in (
+    "exposure", "latency", "stamp_jitter", "focal_error", "principal_point_error", "distortion_error",
+    "mount_error", "mount_angle_error", "print_scale_error", "marker_error", "marker_angle_error"))
+
+
 def look(tmp_path, fault):
     path = tmp_path / "m.yaml"
-    path.write_text(MISSION.replace("FAULT", fault))
+    path.write_text(MISSION.replace("FAULT", fault).replace("IDEAL", IDEAL))
     executive = Executive(load_mission(path))
     result = executive.run()
     return result, executive.tree.behaviours[2]

@@ -52,6 +52,12 @@ def test_seed_misalignment_converges_captures_inside_envelope_and_seats_with_a_r
     captured_at = next(t for t, name, status in trace if name == "capture" and status == "RUNNING")
     # the approach ran until ‖e‖ < 0.001 (the SIROM paper's criterion), then the hooks were closed
     assert _last(log, "/servo/error_norm", before=captured_at) < 0.001
+    # its last millimetres blind: the tool hid the board, the estimate was carried by the arm's motion
+    (blind,) = [e for t in log.ticks for e in t.get("events", []) if e["kind"] == "blind_approach"]
+    assert blind["node"] == "final approach" and blind["distance_mm"] < 25.0
+    feedback = [v for t in log.ticks for v in t.get("feedback", {}).values()]
+    assert any(v.startswith("blind: estimate carried") for v in feedback)
+    assert not any("target lost" in v for v in feedback)
     assert summary["in_capture_envelope"] is True
     error = summary["final_error"]
     assert abs(error["x_mm"]) <= 5 and abs(error["y_mm"]) <= 5 and 0 <= error["z_mm"] <= 10
@@ -62,8 +68,9 @@ def test_seed_misalignment_converges_captures_inside_envelope_and_seats_with_a_r
     assert set(summary["phase_s"]) == {"search", "approach", "capture", "dock", "abandon"}
     assert summary["phase_s"]["abandon"] == 0.0
     # the hooks' stroke takes 1 s; complying at F/D (60 N / 24000 N·s/m = 2.5 mm/s) the arm
-    # follows them in: the capture takes a little longer, and its peak is the hooks' pull
-    assert summary["phase_s"]["approach"] > 5.0 and 1.0 <= summary["phase_s"]["capture"] < 3.0
+    # follows them in from the 5 mm aim (7 mm by ground truth: 2.8 s), after the hooks' 0.4 s
+    # swing, with up to ~0.7 s more where petals slide off a chamfer; its peak is the hooks' pull
+    assert summary["phase_s"]["approach"] > 5.0 and 1.0 <= summary["phase_s"]["capture"] < 5.0
     assert summary["capture_peak_force_n"] < 75.0 and summary["true_max_contact_force_n"] < 65.0
     # the target was placed by --set: the tool ends on it (ground truth seen through the log)
     seated = np.array(_last(log, "/robot/arm/tcp_pose"))
@@ -105,7 +112,9 @@ def _moving_target(at: float, shift: tuple[float, float]):
 
 def _run_with_moved_target(tmp_path, shift):
     mission = load_mission(MISSION, [SEED_START])
-    hook, moved = _moving_target(12.0, shift)  # during the final approach, camera ~0.2 m away
+    # during the pre-dock approach, the tool ~70 mm out: the camera sees the target leave (in the
+    # final approach's last ~14 mm the tool hides the board, and a target moved then is not seen)
+    hook, moved = _moving_target(7.0, shift)
     result = Executive(mission, log_path=str(tmp_path / "moved.jsonl"), safety=[hook]).run()
     log = read_log(tmp_path / "moved.jsonl")
     return result, log, moved
@@ -115,7 +124,7 @@ def test_target_leaving_the_view_mid_approach_is_found_by_relocation(tmp_path):
     result, log, moved = _run_with_moved_target(tmp_path, (0.2, 0.0))
     assert result.status == "SUCCESS", result.reason
     trace = _status_trace(log)
-    lost = next(t for t, n, s in trace if n == "final approach" and s == "FAILURE")
+    lost = next(t for t, n, s in trace if n == "pre-dock" and s == "FAILURE")
     assert lost > moved[0]
     assert ("relocate", "SUCCESS") in [(n, s) for _, n, s in trace]
     assert ("sweep", "RUNNING") not in [(n, s) for _, n, s in trace]

@@ -115,11 +115,13 @@ def test_force_violation_hands_over_to_the_recovery_which_releases_and_backs_off
     assert world.latches["arm"].closure == 0.0
     tcp = world.robots["arm"].tcp2base()
     board = world.target_pose("sirom")
-    assert np.linalg.solve(board, tcp)[2, 3] == pytest.approx(0.1 + 0.002, abs=0.003)
+    # 100 mm back from where the hooks were pulling it in (inside the envelope's 0-10 mm)
+    assert 0.1 <= np.linalg.solve(board, tcp)[2, 3] <= 0.11
 
 
 def test_time_running_out_during_recovery_still_ends_aborted(tmp_path):
-    mission = load_mission(MISSION, [NEAR, "safety.max_force=30 N", "max_duration=6.3 s"])
+    # the hooks' pull trips the 30 N limit at ~6.5 s; the recovery takes ~3 s more
+    mission = load_mission(MISSION, [NEAR, "safety.max_force=30 N", "max_duration=7.5 s"])
     result = Executive(mission).run()
     assert result.status == "ABORTED"
     assert "recovery 'safe retreat' did not finish" in result.reason
