@@ -38,9 +38,11 @@ def matrix(pose: list[float]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
-    """The flagship's first 2 s (search and the start of the approach), logged."""
+    """The flagship's first 2 s from the SIROM paper's misalignment (the target in view: the
+    approach begins), logged."""
     path = tmp_path_factory.mktemp("scene") / "run.jsonl"
-    mission = load_mission(SIROM, ["max_duration=2 s"])
+    start = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
+    mission = load_mission(SIROM, ["max_duration=2 s", start])
     Executive(mission, log_path=str(path)).run()
     return read_log(path)
 
@@ -50,11 +52,11 @@ def test_header_scene_holds_the_arm_kinematics_tool_camera_and_target(short_run)
     arm = scene["robots"]["arm"]
     assert arm["dh"]["d"] == list(UR10E.d) and arm["dh"]["a"] == list(UR10E.a)
     assert arm["tool"][:3] == [0.0, 0.0, 0.2]  # 200 mm from the flange
-    # the camera: its mount (xyz, and -29.4 deg about x) and the sim camera's own intrinsics
+    # the camera: its mount (beside the tool, rpy 0, 40, 90 deg) and the sim camera's own intrinsics
     camera = arm["camera"]
-    assert camera["mount"][:3] == [0.0, -0.09, -0.16]
-    angle = Rotation.from_quat(camera["mount"][3:]).as_rotvec()
-    assert np.degrees(angle[0]) == pytest.approx(-29.4, abs=1e-4) and abs(angle[1]) + abs(angle[2]) < 1e-9
+    assert camera["mount"][:3] == [0.0, -0.12, -0.02]
+    rpy = Rotation.from_quat(camera["mount"][3:]).as_euler("xyz", degrees=True)
+    np.testing.assert_allclose(rpy, [0.0, 40.0, 90.0], atol=1e-4)
     assert (camera["width"], camera["height"]) == (1280, 720) and camera["k"][0] == 900.0
     sirom = next(b for b in scene["bodies"] if b["name"] == "sirom")
     np.testing.assert_allclose(matrix(sirom["pose"])[:3, 3], [-0.65, 0.1, 0.1], atol=1e-9)
