@@ -14,6 +14,8 @@ from typing import Any
 
 from orbitree.behaviours.admittance_dock import AdmittanceDock
 from orbitree.behaviours.approach import Approach
+from orbitree.behaviours.calibrate_camera import CalibrateCamera
+from orbitree.behaviours.calibration_views import CalibrationViews
 from orbitree.behaviours.capture import Capture
 from orbitree.behaviours.condition import Condition
 from orbitree.behaviours.latch import Latch
@@ -44,6 +46,8 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     AdmittanceDock,
     Latch,
     Retract,
+    CalibrationViews,
+    CalibrateCamera,
 )
 
 
