@@ -18,6 +18,7 @@ from orbitree.behaviours.calibrate_camera import CalibrateCamera
 from orbitree.behaviours.calibration_views import CalibrationViews
 from orbitree.behaviours.capture import Capture
 from orbitree.behaviours.condition import Condition
+from orbitree.behaviours.identify_kinematics import IdentifyKinematics
 from orbitree.behaviours.latch import Latch
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
@@ -26,6 +27,7 @@ from orbitree.behaviours.relocate import Relocate
 from orbitree.behaviours.retract import Retract
 from orbitree.behaviours.search import Search
 from orbitree.behaviours.set_value import SetValue
+from orbitree.behaviours.sweep_joint import SweepJoint
 from orbitree.behaviours.wait import Wait
 from orbitree.language import loader, schema
 from orbitree.language.registry import Registry
@@ -48,6 +50,8 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     Retract,
     CalibrationViews,
     CalibrateCamera,
+    SweepJoint,
+    IdentifyKinematics,
 )
 
 

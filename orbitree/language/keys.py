@@ -54,3 +54,8 @@ def robot_of_wrench_key(key: str) -> str | None:
     if len(parts) == 4 and parts[0] == "" and parts[1] == "robot" and parts[3] == "wrench" and parts[2]:
         return parts[2]
     return None
+
+
+def circle_points_key(robot: str, joint: int) -> str:
+    """``/calibration/<robot>/joint<j>``: a joint's sweep for a kinematic calibration (``sweep_joint``)."""
+    return f"/calibration/{robot}/joint{joint}"

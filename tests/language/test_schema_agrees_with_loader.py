@@ -29,6 +29,7 @@ SAMPLES: dict[str, Any] = {  # a valid value for each required field, by name
     "condition": {"key": "/a", "exists": True}, "force": "25 N", "torque": "3 Nm",
     "sweep": {"center": [-0.65, 0.0], "size": [0.5, 0.8], "height": "0.55 m", "spacing": "0.3 m"},
     "children": [{"wait": "1 s"}], "child": {"wait": "1 s"},
+    "dir": "views", "output": "out.yaml", "look_at": [-0.7, -0.1, 0.0], "joint": 2, "swept": "80 deg",
 }
 POOL: list[Any] = [
     True, 0, -1, 2, 1.5, -0.5, 1e6, "x", "3 s", "5 mm", "-2 mm", "0 N", "0.0 s", "20 deg/s", "10 Hz",
