@@ -69,17 +69,20 @@ class IdentifyKinematics(Leaf):
         q_final = np.array([s["q"][-1] for s in sweeps])
         robot2tracker = self.device.tracker.robot2tracker
         z_nominal, _ = cp.nominal_axes(MODEL, q_final, robot2tracker)
-        axes = [cp.fit_axis(np.asarray(s["points"])[None], towards=z) for s, z in zip(sweeps, z_nominal, strict=True)]
-        found = {name: float(np.ravel(v)[0]) for name, v in cp.identify(axes, MODEL, q_final, robot2tracker).items()}
+        axes = [cp.fit_axis(np.asarray(s["points"])[None], towards=z)
+                for s, z in zip(sweeps, z_nominal, strict=True)]
+        identified = cp.identify(axes, MODEL, q_final, robot2tracker)
+        found = {name: float(np.ravel(v)[0]) for name, v in identified.items()}
         table = table_from_parameters(found, MODEL)
         save_kinematics(self.params.output, table, method="circle point",
                         radii_m=[round(float(np.ravel(a.radius)[0]), 6) for a in axes])
-        summary = {"file": self.params.output, "identified": {k: round(found[k], 5) for k in cp.identified_names(MODEL)}}
+        names = cp.identified_names(MODEL)
+        summary = {"file": self.params.output, "identified": {k: round(found[k], 5) for k in names}}
         world = self.ctx.world
         robot = None if world is None else world.robots.get(self.params.robot)
         if robot is not None:  # ground truth, for the report
             truth = cp.nominal_parameters(robot.true_table)
-            summary["truth"] = {k: round(truth[k], 5) for k in cp.identified_names(MODEL)}
+            summary["truth"] = {k: round(truth[k], 5) for k in names}
         self.ctx.summary["kinematic_calibration"] = summary
         self.feedback_message = f"{len(summary['identified'])} parameters identified: {self.params.output}"
         return Status.SUCCESS
