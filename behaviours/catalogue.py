@@ -14,11 +14,14 @@ from typing import Any
 
 from orbitree.behaviours.admittance_dock import AdmittanceDock
 from orbitree.behaviours.approach import Approach
+from orbitree.behaviours.calibrate_camera import CalibrateCamera
+from orbitree.behaviours.calibration_views import CalibrationViews
 from orbitree.behaviours.capture import Capture
 from orbitree.behaviours.condition import Condition
 from orbitree.behaviours.despin import Despin
 from orbitree.behaviours.dock_pull import DockPull
 from orbitree.behaviours.grapple import Grapple
+from orbitree.behaviours.identify_kinematics import IdentifyKinematics
 from orbitree.behaviours.latch import Latch
 from orbitree.behaviours.log_message import LogMessage
 from orbitree.behaviours.outcome import Fail, Succeed
@@ -28,6 +31,7 @@ from orbitree.behaviours.relocate import Relocate
 from orbitree.behaviours.retract import Retract
 from orbitree.behaviours.search import Search
 from orbitree.behaviours.set_value import SetValue
+from orbitree.behaviours.sweep_joint import SweepJoint
 from orbitree.behaviours.track import Track
 from orbitree.behaviours.wait import Wait
 from orbitree.language import loader, schema
@@ -54,6 +58,10 @@ BUILTIN_LEAVES: tuple[type[Leaf], ...] = (
     Despin,
     DockPull,
     Release,
+    CalibrationViews,
+    CalibrateCamera,
+    SweepJoint,
+    IdentifyKinematics,
 )
 
 

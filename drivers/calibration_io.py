@@ -29,6 +29,11 @@ A file is treated as FileStorage when it is XML, starts with a ``%YAML`` directi
 ``opencv-matrix``; otherwise it is loaded with ``yaml.safe_load`` within the bounds of
 :mod:`orbitree.drivers.bounded_yaml` (size, aliases, nesting), which also bound the file read.
 
+The hand-eye result (the camera's pose in the TCP frame, ``cam2tcp``) is a third key of the
+same files, a 4x4 matrix (``!!opencv-matrix`` or nested lists), read by :func:`load_mount`
+(``camera.mount: FILE`` in a mission); :func:`save_camera_calibration` writes intrinsics, mount
+and what the calibration measured (``avg_reprojection_error``, ``hand_eye_method``) in one file.
+
 Distortion: :class:`CameraIntrinsics` carries OpenCV's five coefficients (k1, k2, p1, p2, k3).
 Four coefficients are padded with k3 = 0; longer vectors (rational, thin-prism, tilted models)
 are accepted only when the extra terms are zero.
@@ -49,12 +54,15 @@ import yaml
 from orbitree.drivers.bounded_yaml import TextTooLarge, read_limited, safe_load
 from orbitree.drivers.interfaces import CameraIntrinsics
 
-__all__ = ["CalibrationFileError", "load_intrinsics", "save_intrinsics"]
+__all__ = ["CalibrationFileError", "load_intrinsics", "load_mount", "save_camera_calibration", "save_intrinsics"]
 
 _MATRIX_KEY = "camera_matrix"
 _DIST_KEY = "distortion_coefficients"
 _WIDTH_KEY = "image_width"
 _HEIGHT_KEY = "image_height"
+_MOUNT_KEY = "cam2tcp"
+ROTATION_TOLERANCE = 1e-6
+"""``cam2tcp``'s rotation block may differ from an exact rotation by this much (max |R^T R - I|)."""
 
 
 class CalibrationFileError(ValueError):
@@ -72,6 +80,11 @@ def load_intrinsics(path: str | Path) -> CameraIntrinsics:
     Raises :class:`CalibrationFileError` naming the file and what is missing or malformed.
     """
     path = Path(path)
+    return _build(path, _read_raw(path, (_MATRIX_KEY, _DIST_KEY)))
+
+
+def _read_raw(path: Path, matrices: tuple[str, ...]) -> dict[str, Any]:
+    """The calibration keys of ``path`` as read (matrices named in ``matrices`` from FileStorage)."""
     if not path.is_file():
         raise CalibrationFileError(path, "calibration file not found")
     try:
@@ -88,11 +101,54 @@ def load_intrinsics(path: str | Path) -> CameraIntrinsics:
                                          f"0x{raw[exc.start]:02x})") from None
     if _is_file_storage(path, text):
         _check_nesting(path, text)  # OpenCV's parsers recurse per level: deep nesting crashes them
-        return _build(path, _read_file_storage(path, text))
-    return _build(path, _read_plain_yaml(path, text))
+        return _read_file_storage(path, text, matrices)
+    return _read_plain_yaml(path, text)
 
 
-def save_intrinsics(path: str | Path, intrinsics: CameraIntrinsics) -> None:
+def load_mount(path: str | Path) -> np.ndarray:
+    """The hand-eye mount ``cam2tcp`` (4, 4) of a calibration file (key ``cam2tcp``).
+
+    Raises :class:`CalibrationFileError` naming the file and the key: missing, not 4x4, last row
+    not ``[0, 0, 0, 1]``, or a rotation block that is not a rotation (orthonormal, det +1).
+    """
+    path = Path(path)
+    raw = _read_raw(path, (_MOUNT_KEY,))
+    if _MOUNT_KEY not in raw:
+        raise CalibrationFileError(path, f"missing {_MOUNT_KEY!r} (the camera's pose in the TCP frame, a 4x4 "
+                                         "matrix: write it with 'orbitree calibrate camera')")
+    return check_mount(path, raw[_MOUNT_KEY])
+
+
+def check_mount(path: Path, value: Any) -> np.ndarray:
+    """``value`` as a rigid transform (4, 4), or :class:`CalibrationFileError` naming ``cam2tcp``."""
+    matrix = _as_float_array(path, _MOUNT_KEY, value)
+    if matrix.shape not in ((4, 4), (16,)):
+        raise CalibrationFileError(path, f"{_MOUNT_KEY!r} must be 4x4, got shape {matrix.shape}")
+    matrix = matrix.reshape(4, 4)
+    if not np.allclose(matrix[3], [0.0, 0.0, 0.0, 1.0]):
+        raise CalibrationFileError(path, f"{_MOUNT_KEY!r} last row must be [0, 0, 0, 1], got {matrix[3].tolist()}")
+    rotation = matrix[:3, :3]
+    deviation = float(np.abs(rotation.T @ rotation - np.eye(3)).max())
+    determinant = float(np.linalg.det(rotation))
+    if deviation > ROTATION_TOLERANCE or determinant < 0.0:
+        raise CalibrationFileError(
+            path, f"{_MOUNT_KEY!r} rotation block is not a rotation (|R^T R - I| = {deviation:.2g}, "
+                  f"det = {determinant:.6g}; want orthonormal with det +1)")
+    return matrix
+
+
+def save_camera_calibration(
+    path: str | Path, intrinsics: CameraIntrinsics, cam2tcp: np.ndarray | None = None,
+    *, reprojection_error_px: float | None = None, hand_eye_method: str | None = None,
+) -> None:
+    """Write intrinsics, the hand-eye mount and what the calibration measured to one OpenCV
+    FileStorage file: what ``camera.calibration`` and ``camera.mount`` read."""
+    save_intrinsics(path, intrinsics, _extras={
+        _MOUNT_KEY: None if cam2tcp is None else np.asarray(cam2tcp, dtype=np.float64),
+        "avg_reprojection_error": reprojection_error_px, "hand_eye_method": hand_eye_method})
+
+
+def save_intrinsics(path: str | Path, intrinsics: CameraIntrinsics, _extras: dict[str, Any] | None = None) -> None:
     """Write ``intrinsics`` with ``cv2.FileStorage`` (JSON for ``.json``, XML for ``.xml``,
     YAML otherwise), readable by :func:`load_intrinsics` and by OpenCV tools."""
     path = Path(path)
@@ -108,6 +164,9 @@ def save_intrinsics(path: str | Path, intrinsics: CameraIntrinsics) -> None:
         storage.write(_MATRIX_KEY, np.asarray(intrinsics.camera_matrix, dtype=np.float64))
         dist = np.asarray(intrinsics.dist_coeffs, dtype=np.float64).reshape(-1, 1)
         storage.write(_DIST_KEY, dist)
+        for key, value in (_extras or {}).items():
+            if value is not None:
+                storage.write(key, float(value) if isinstance(value, float) else value)
     finally:
         storage.release()
 
@@ -148,7 +207,9 @@ def _is_file_storage(path: Path, text: str) -> bool:
     return text.lstrip().startswith("%YAML") or "opencv-matrix" in text
 
 
-def _read_file_storage(path: Path, _text: str) -> dict[str, Any]:
+def _read_file_storage(
+    path: Path, _text: str, matrices: tuple[str, ...] = (_MATRIX_KEY, _DIST_KEY)
+) -> dict[str, Any]:
     try:
         storage = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)
     except (cv2.error, SystemError) as exc:  # OpenCV 5 wraps parse errors in SystemError
@@ -159,7 +220,7 @@ def _read_file_storage(path: Path, _text: str) -> dict[str, Any]:
         raise CalibrationFileError(path, "OpenCV FileStorage could not open the file")
     try:
         raw: dict[str, Any] = {}
-        for key in (_MATRIX_KEY, _DIST_KEY):
+        for key in matrices:
             node = storage.getNode(key)
             if not (node.empty() or node.isNone()):
                 raw[key] = _read_matrix_node(path, key, node)

@@ -337,6 +337,21 @@ class SimRobot:
     def cam2tcp(self) -> np.ndarray:
         return self._cam2tcp.copy()
 
+    @property
+    def table(self) -> kin.DHTable:
+        """The link table the controller computes with (what it reports and moves by)."""
+        return self._table
+
+    @property
+    def true_table(self) -> kin.DHTable:
+        """The link table the arm is built to (ground truth: the world, the camera, a laser tracker)."""
+        return self._true_table
+
+    @property
+    def q(self) -> np.ndarray:
+        """The joint angles now (6,), rad."""
+        return self._q.copy()
+
     def read_truth(self) -> tuple[np.ndarray, np.ndarray]:
         """(TCP twist (6,), TCP position (3,)) in the base frame, of the real arm (reports only)."""
         tcp2base, jacobian = kin.pose_and_jacobian(self._true_table, self._q, self._tool)

@@ -109,6 +109,7 @@ class SimWorld:
     targets: dict[str, np.ndarray] = field(default_factory=dict)  # board2world
     boards: dict[str, BoardModel] = field(default_factory=dict)
     target_bodies: dict[str, Any] = field(default_factory=dict)  # convex pieces the boards lie on
+    fixtures: dict[str, Any] = field(default_factory=dict)  # scene objects of targets without a marker board
     latches: dict[str, SimLatch] = field(default_factory=dict)  # by robot name
     table_height: float | None = None
     docking: dict[str, Docking] = field(default_factory=dict)  # by robot name
@@ -154,6 +155,8 @@ class SimWorld:
             self.cameras[robot.name] = camera
             for name, board in self.boards.items():
                 self._show(camera, name, board)
+            for fixture in self.fixtures.values():
+                self._show_fixture(camera, fixture)
 
     def add_target(self, name: str, board: BoardModel, board2world: np.ndarray, body: Any = None) -> None:
         """``body``: convex pieces (board frame) of the solid whose face (z = 0) carries the
@@ -165,8 +168,23 @@ class SimWorld:
         for camera in self.cameras.values():
             self._show(camera, name, board)
 
+    def add_fixture(self, name: str, make: Any, board2world: np.ndarray) -> None:
+        """A target that is not docked with (a calibration board): ``make(pose_source)`` builds its
+        scene object; no contact model ever touches it."""
+        self.targets[name] = np.array(board2world, dtype=float)
+        self.fixtures[name] = make(lambda: self.targets[name])
+        for camera in self.cameras.values():
+            self._show_fixture(camera, self.fixtures[name])
+
+    def _show_fixture(self, camera: SimCamera, fixture: Any) -> None:
+        camera.add_object(fixture)
+        self._add_table(camera)
+
     def _show(self, camera: SimCamera, name: str, board: BoardModel) -> None:
         camera.add_object(board_object(name, board, lambda: self.targets[name], body=self.target_bodies.get(name)))
+        self._add_table(camera)
+
+    def _add_table(self, camera: SimCamera) -> None:
         if not any(obj.name == "table" for obj in camera.objects):
             # the module carrying the interface stands on a table 5 cm below the lowest target
             height = min(pose[2, 3] for pose in self.targets.values()) - 0.05
@@ -207,7 +225,8 @@ class SimWorld:
         commanded = self.tcp_pose(name)
         target = dock.target
         if target is None:
-            near = [(np.linalg.norm(pose[:3, 3] - commanded[:3, 3]), t) for t, pose in self.targets.items()]
+            near = [(np.linalg.norm(pose[:3, 3] - commanded[:3, 3]), t) for t, pose in self.targets.items()
+                    if t not in self.fixtures]
             close = [t for d, t in sorted(near) if d < CONTACT_RANGE_M]
             target = close[0] if close else None
         if target is None or np.linalg.norm(self.targets[target][:3, 3] - commanded[:3, 3]) > CONTACT_RANGE_M:

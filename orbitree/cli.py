@@ -131,7 +131,7 @@ exit codes: 0 every run succeeded; 1 a run did not; 2 bad input; 130 interrupted
     )
     with_set(campaign)
 
-    calibrate = sub.add_parser("calibrate", help="Monte Carlo of a kinematic calibration method",
+    calibrate = sub.add_parser("calibrate", help="circle-point Monte Carlo; camera and hand-eye calibration",
                                formatter_class=_Raw)
     methods = calibrate.add_subparsers(dest="method", required=True, metavar="METHOD")
     circle = methods.add_parser(
@@ -148,6 +148,20 @@ exit codes: 0 written; 2 bad input (file:line:col) or no Dask scheduler; 130 int
     circle.add_argument("--workers", type=_positive, help="local worker processes (default: CPUs)")
     circle.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
     circle.add_argument("--no-progress", action="store_true", help="no progress bar (shown from 50k iterations)")
+    cam = methods.add_parser(
+        "camera", help="intrinsics and hand-eye mount from ChArUco images with their arm poses",
+        formatter_class=_Raw,
+        epilog="""examples:
+  orbitree calibrate camera calibration/images -o calibration/camera.yaml
+  orbitree calibrate camera bench/views --method TSAI -o camera.yaml
+IMAGES_DIR holds the images and poses.yaml (README, "Camera and hand-eye calibration").
+exit codes: 0 written; 2 unreadable directory, poses or images, or fewer than 4 usable views""",
+    )
+    cam.add_argument("images", type=Path, help="directory of images and poses.yaml")
+    cam.add_argument("-o", "--output", type=Path, required=True, help="calibration file to write (OpenCV YAML)")
+    cam.add_argument("--method", dest="method_name", default="auto",
+                     choices=["auto", "TSAI", "PARK", "HORAUD", "ANDREFF", "DANIILIDIS"],
+                     help="hand-eye method written (default auto: the most consistent)")
 
     report = sub.add_parser("report", help="plots of a mission log or a campaign directory", formatter_class=_Raw,
                             epilog="""examples:
@@ -433,6 +447,10 @@ def _campaign(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    if args.method == "camera":
+        from orbitree.calibration.camera import camera
+
+        return camera(args.images, args.output, args.method_name)
     from orbitree.calibration.command import circle_point
 
     return circle_point(args.config, args.output, iterations=args.iterations, seed=args.seed,

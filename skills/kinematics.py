@@ -162,6 +162,11 @@ UR10E = DHTable(
 )
 """Universal Robots UR10e, official DH parameters (m, rad)."""
 
+UR10E_HM = DHTable(d=UR10E.d, theta_offset=UR10E.theta_offset, a=UR10E.a, alpha=UR10E.alpha,
+                   hm=(False, True, True, False, False, False), name="ur10e (HM)")
+"""The UR10e with joints 2 and 3 Hayati–Mirmirani (axes 2, 3 and 4 are parallel): the same
+kinematics as :data:`UR10E` with every ``beta`` 0, the model a kinematic calibration identifies."""
+
 _MM = 1e-3
 _DEG = np.pi / 180.0
 KUKA_KR5_SIXX = DHTable(

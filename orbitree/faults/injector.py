@@ -143,7 +143,7 @@ class FaultInjector:
     @staticmethod
     def _boards(ctx: Context) -> list[Any]:
         kinds = {getattr(t, "board", "sirom") for t in ctx.targets.values()} or {"sirom"}
-        return [make_aruco_board(BOARDS[kind]()) for kind in sorted(kinds)]
+        return [make_aruco_board(BOARDS[kind]()) for kind in sorted(kinds) if kind in BOARDS]  # not charuco
 
     def _now(self) -> float:
         assert self._ctx is not None

@@ -84,3 +84,6 @@ def orbit_relative_key(target: str, name: str = "") -> str:
     """``/orbit/relative/<target>``: the target's position and velocity (6,) in the servicer's LVLH
     frame; with ``name``: ``range`` (m), ``range_rate`` (m/s)."""
     return f"/orbit/relative/{target}" + (f"/{name}" if name else "")
+def circle_points_key(robot: str, joint: int) -> str:
+    """``/calibration/<robot>/joint<j>``: a joint's sweep for a kinematic calibration (``sweep_joint``)."""
+    return f"/calibration/{robot}/joint{joint}"

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orbitree.drivers.calibration_io import CalibrationFileError, load_intrinsics
+from orbitree.drivers.calibration_io import CalibrationFileError, load_intrinsics, load_mount
+from orbitree.drivers.kinematics_io import load_kinematics
 from orbitree.language.bare_numbers import bare_numbers
 from orbitree.language.errors import Diagnostic, MissionError
 from orbitree.language.fault_spec import FaultSpec, SubstituteSpec, fault_diagnostics
@@ -178,6 +179,7 @@ def load_mission(
     check_space(mission)
     check_conditions(mission)
     check_hardware(mission)
+    check_calibration_files(mission)
     check_faults(mission)
     mission.writers = check_writers(mission)
     return mission
@@ -310,6 +312,31 @@ def check_hardware(mission: Mission) -> None:
             load_intrinsics(calibration_path(mission.file.parent, camera.calibration or ""))
         except CalibrationFileError as error:
             errors.append(mission.source.at((*where, "camera", "calibration"), f"robots.{name}.camera: {error}"))
+    if errors:
+        raise MissionError(errors)
+
+
+def check_calibration_files(mission: Mission) -> None:
+    """Calibration files a mission names read and hold what they must, before anything is built:
+    a simulated camera's ``calibration`` (a hardware one's is checked with the hardware), a
+    ``mount`` given as a file (its ``cam2tcp``: 4x4, a rotation), an arm's ``kinematics``."""
+    errors: list[Diagnostic] = []
+    folder = mission.file.parent
+    for name, spec in mission.model.robots.items():
+        checks = []
+        camera = spec.camera
+        if camera is not None and camera.calibration and spec.driver == "sim":
+            checks.append((("camera", "calibration"), camera.calibration, load_intrinsics))
+        if camera is not None and isinstance(camera.mount, str):
+            checks.append((("camera", "mount"), camera.mount, load_mount))
+        if spec.kinematics:
+            checks.append((("kinematics",), spec.kinematics, load_kinematics))
+        for where, file, load in checks:
+            try:
+                load(calibration_path(folder, file))
+            except CalibrationFileError as error:
+                label = ".".join(("robots", name, *where))
+                errors.append(mission.source.at(("robots", name, *where), f"{label}: {error}"))
     if errors:
         raise MissionError(errors)
 

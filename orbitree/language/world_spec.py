@@ -31,6 +31,7 @@ Satellite targets (``kind: satellite``) and arms on their own ``base`` are descr
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -65,6 +66,13 @@ from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import SIROM_TCP2TARGET_DOCKED
 
 UR10E_HOME_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
+
+
+def calibration_file(mission_dir: Path, name: str) -> Path:
+    """A calibration file named in a mission: relative paths start at the mission's folder."""
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else mission_dir / path
+
 DEG = float(np.pi / 180.0)
 Stiffness = quantity("stiffness")
 
@@ -73,9 +81,22 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class TrueIntrinsicsSpec(Strict):
+    """sim: the lens as built, given outright (instead of a per-run draw around the nominal)."""
+
+    fx: float = Field(gt=0.0, description="focal length along x, pixels")
+    fy: float = Field(gt=0.0, description="focal length along y, pixels")
+    cx: float = Field(description="principal point x, pixels")
+    cy: float = Field(description="principal point y, pixels")
+    distortion: tuple[float, float, float, float, float] = Field(
+        (-0.06, 0.08, 4e-4, -3e-4, -0.02), description="k1, k2, p1, p2, k3 (OpenCV's model)")
+
+
 class CameraSpec(Strict):
     driver: Literal["sim", "cv"] = "sim"
-    mount: PoseField = Field(default_factory=Pose, description="camera pose in the TCP frame (cam2tcp)")
+    mount: PoseField | str = Field(
+        default_factory=Pose, description="camera pose in the TCP frame (cam2tcp), or a calibration file "
+        "whose 'cam2tcp' it is (written by 'orbitree calibrate camera' or the calibrate_camera leaf)")
     fps: Frequency = Field(30.0, gt=0.0, description="frame rate")
     width: int = Field(1280, ge=64)
     height: int = Field(720, ge=48)
@@ -83,7 +104,13 @@ class CameraSpec(Strict):
     noise_dn: float = Field(1.5, ge=0.0, description="sim: read noise, grey levels")
     blur_px: float = Field(0.7, ge=0.0, description="sim: Gaussian blur sigma, pixels")
     device: str | int = Field(0, description="cv: device index or stream URL")
-    calibration: str | None = Field(None, description="cv: OpenCV calibration file")
+    calibration: str | None = Field(
+        None, description="OpenCV calibration file: the intrinsics the estimator uses (cv: required; sim: "
+        "default the nominal focal_px, the lens renders with its truth either way)")
+    true_mount: PoseField | None = Field(
+        None, description="sim: the camera's real pose in the TCP frame (default: drawn per run around mount)")
+    true_intrinsics: TrueIntrinsicsSpec | None = Field(
+        None, description="sim: the real lens (default: drawn per run around the nominal intrinsics)")
     # sim: a real camera's timing and calibration; each default is a realistic value (sources in
     # README, "Camera realism"), 0 the ideal one. Per-run errors are drawn from the run's seed.
     exposure: Duration = Field(0.010, ge=0.0, description="sim: exposure time (motion blur over it)")
@@ -103,6 +130,14 @@ class CameraSpec(Strict):
         if self.driver == "cv" and not self.calibration:
             raise ValueError("a 'cv' camera needs 'calibration: file.yaml' (its intrinsics)")
         return self
+
+    def mount_matrix(self, base_dir: Path = Path()) -> np.ndarray:
+        """``cam2tcp`` (4, 4): the pose, or the ``cam2tcp`` of the file (relative to ``base_dir``)."""
+        if isinstance(self.mount, str):
+            from orbitree.drivers.calibration_io import load_mount
+
+            return load_mount(calibration_file(base_dir, self.mount))
+        return self.mount.matrix()
 
     def error_model(self) -> CameraErrorModel:
         """The standard deviations of the per-run calibration errors (sim)."""
@@ -151,6 +186,81 @@ class KinematicErrorSpec(Strict):
     length: Length = Field(1e-4, ge=0.0, description="on every d and a")
     angle: AngleDeg = Field(1e-2, ge=0.0, validate_default=True,
                             description="on every joint offset and alpha (deg unless units are given)")
+    offsets: dict[str, str | float] = Field(
+        {}, description="sim: the arm's true errors, added to the Hayati–Mirmirani UR10e table (joints 2, 3 HM): "
+        "{a2: 0.5 mm, beta2: 0.02 deg, ...} for d1..d6, theta1..6, a1..6, alpha1..6, beta2, beta3 (lengths m, "
+        "angles deg unless units are given); a kinematic calibration has them to find")
+
+    @field_validator("offsets")
+    @classmethod
+    def _known_offsets(cls, value: dict[str, str | float]) -> dict[str, float]:
+        return parse_offsets(value)
+
+    def true_table(self, rng: np.random.Generator) -> kin.DHTable:
+        """The arm as built: the nominal table (HM with ``offsets``), drawn around per run."""
+        from orbitree.drivers.sim_robot import perturbed_table
+
+        base = kin.UR10E
+        if self.offsets:
+            base = offset_table(kin.UR10E_HM, self.offsets)
+        return perturbed_table(base, rng, self.length, self.angle)
+
+
+_OFFSET_KINDS = {"d": "d", "theta": "theta_offset", "a": "a", "alpha": "alpha", "beta": "beta"}
+
+
+def parse_offsets(value: dict[str, str | float]) -> dict[str, float]:
+    """``{a2: "0.5 mm", beta3: 0.01}`` to SI (lengths m; angles rad, bare numbers deg), names checked
+    against the Hayati–Mirmirani UR10e table (``d`` of an HM joint is 0; ``beta`` only on HM joints)."""
+    from orbitree.language.units import UnitError, parse_quantity
+
+    out = {}
+    for name, raw in value.items():
+        kind, _, joint = name.rstrip("0123456789"), None, name[len(name.rstrip("0123456789")):]
+        if kind not in _OFFSET_KINDS or not joint or not 1 <= int(joint) <= 6:
+            raise ValueError(f"{name!r} is not a link parameter: d1..d6, theta1..theta6, a1..a6, alpha1..alpha6, "
+                             "beta2, beta3")
+        hm = kin.UR10E_HM.hm[int(joint) - 1]
+        if (kind == "d" and hm) or (kind == "beta" and not hm):
+            raise ValueError(f"{name!r}: joint {joint} of the UR10e is "
+                             + ("Hayati–Mirmirani (d = 0; give beta instead)" if hm else "plain DH (no beta)"))
+        try:
+            if kind in ("d", "a"):
+                out[name] = parse_quantity(raw, "length", None)
+            else:
+                out[name] = parse_quantity(raw, "angle", "deg")
+        except UnitError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    return out
+
+
+def offset_table(table: kin.DHTable, offsets: dict[str, float]) -> kin.DHTable:
+    """``table`` with SI ``offsets`` by parameter name added."""
+    columns = {key: list(getattr(table, key)) for key in _OFFSET_KINDS.values()}
+    for name, delta in offsets.items():
+        kind = name.rstrip("0123456789")
+        columns[_OFFSET_KINDS[kind]][int(name[len(kind):]) - 1] += delta
+    return kin.DHTable(**{k: tuple(v) for k, v in columns.items()}, hm=table.hm, name=f"{table.name} (as built)")
+
+
+class LaserTrackerSpec(Strict):
+    """sim: a laser tracker watching reflectors on the arm's links (the true arm), for a kinematic
+    calibration (``sweep_joint``): each reading has a Gaussian error per coordinate of
+    ``noise_a + noise_b · L``, L the reflector's distance from the tracker."""
+
+    pose: PoseField = Field(default_factory=lambda: Pose(xyz=(1.5, 0.0, 0.0)),
+                            description="the tracker in the robot base frame")
+    noise_a: Length = Field(5e-6, ge=0.0, description="constant part of the per-coordinate noise (5 um)")
+    noise_b: float = Field(0.3e-6, ge=0.0, description="noise per metre of distance, m/m (0.3 um/m)")
+    reflectors: tuple[tuple[Length, Length, Length], ...] = Field(
+        ((0.1, 0.0, 0.0),) * 6, description="reflector on each link, in that link's frame (after its joint), m")
+
+    @field_validator("reflectors")
+    @classmethod
+    def _six(cls, value: tuple) -> tuple:
+        if len(value) != 6:
+            raise ValueError(f"expected a reflector for each of the 6 links, got {len(value)}")
+        return value
 
 
 class StartSpec(Strict):
@@ -198,6 +308,11 @@ class RobotSpec(Strict):
     kinematic_errors: KinematicErrorSpec = Field(
         default_factory=KinematicErrorSpec, description="sim: deviations of the arm from its nominal kinematics")
     contact: ContactSpec = Field(default_factory=ContactSpec, description="sim: the interfaces in contact")
+    kinematics: str | None = Field(
+        None, description="sim: a kinematics file (calibrated link parameters, written by identify_kinematics): "
+        "the arm's controller computes its forward and inverse kinematics with them")
+    laser_tracker: LaserTrackerSpec | None = Field(
+        None, description="sim: a laser tracker for kinematic calibration")
 
     def ft_model(self) -> FTSensorSpec:
         """The sensor's figures (``ideal`` spelled out)."""
@@ -216,6 +331,9 @@ class RobotSpec(Strict):
             raise ValueError("a 'ur' robot needs 'host: <controller address>'")
         if self.driver == "ur-emulated" and self.host and not _loopback(self.host):
             raise ValueError(f"a 'ur-emulated' robot serves on a loopback address (127.x.y.z), not {self.host!r}")
+        if self.driver == "ur" and (self.kinematics or self.laser_tracker):
+            raise ValueError("'kinematics' and 'laser_tracker' are for simulated arms (a UR's calibration lives "
+                             "in its controller)")
         return self
 
     def keys(self, name: str) -> list[str]:
@@ -230,13 +348,35 @@ class RobotSpec(Strict):
         return keys
 
 
+class CharucoBoardSpec(Strict):
+    """A ChArUco calibration board (``orbitree.skills.charuco``)."""
+
+    squares: tuple[int, int] = Field((7, 5), description="squares across and down")
+    square: Length = Field(0.04, gt=0.0, description="side of a square")
+    marker: Length = Field(0.03, gt=0.0, description="side of a marker (below the square's)")
+    dictionary: str = Field("DICT_5X5_100", description="OpenCV predefined ArUco dictionary")
+
+    @model_validator(mode="after")
+    def _valid(self) -> CharucoBoardSpec:
+        self.spec()
+        return self
+
+    def spec(self):  # -> orbitree.skills.charuco.CharucoSpec
+        from orbitree.skills.charuco import CharucoSpec
+
+        return CharucoSpec(tuple(self.squares), self.square, self.marker, self.dictionary)
+
+
 class TargetSpec(Strict):
     kind: Literal["sirom", "satellite"] = Field(
         "sirom", description="sirom: a passive interface carrying a marker board; satellite: a spinning "
         "body with grapple fixtures (see SatelliteFields)")
-    board: Literal["sirom"] = Field("sirom", description="marker board carried by the target")
+    board: Literal["sirom", "charuco"] = Field(
+        "sirom", description="what the target carries: the SIROM marker board, or a ChArUco calibration board "
+        "(pose: its top-left corner; z into the board, so rpy [180, 0, 0] lays it face up on the table)")
     pose: PoseField = Field(description="sim: target (board) pose in the world frame; a satellite's: its "
                             "centre of mass and body axes (the initial attitude)")
+    charuco: CharucoBoardSpec = Field(default_factory=CharucoBoardSpec, description="the ChArUco board's layout")
     # satellite targets (kind: satellite); orbitree.language.satellite_spec checks them
     mass: Mass | None = Field(None, gt=0.0, description="satellite: mass")
     inertia: InertiaField | None = Field(

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from orbitree.drivers.interfaces import Camera, DriverDisconnected, Latch, LatchState, Robot
+from orbitree.drivers.interfaces import Camera, CameraIntrinsics, DriverDisconnected, Latch, LatchState, Robot
 from orbitree.language.keys import robot_key
 from orbitree.language.loader import calibration_path
 from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
@@ -90,11 +91,13 @@ class RobotDevice:
     camera: Camera | None
     ctx: Context
     latch: Latch | None = None
+    base_dir: Path = Path()  # the mission's folder: calibration files named relative to it
+    tracker: Any = None  # a laser tracker watching this arm (sim: orbitree.drivers.sim_tracker)
     robot: RecordingRobot = field(init=False)
 
     def __post_init__(self) -> None:
         self.robot = RecordingRobot(self.driver, self.ctx)
-        self.cam2tcp = self.spec.camera.mount.matrix() if self.spec.camera else None
+        self.cam2tcp = self.spec.camera.mount_matrix(self.base_dir) if self.spec.camera else None
         self._prefix = robot_key(self.name, "")
         self.max_tcp_speed = 0.0
         self.max_force = 0.0
@@ -231,14 +234,15 @@ def build_devices(
         from orbitree.runtime.space import space_devices
 
         boards = {name: t for name, t in targets.items() if t.kind == "sirom"}
-        devices, world = _sim_devices(robots, boards, ctx, seed)
+        devices, world = _sim_devices(robots, boards, ctx, seed, base_dir)
         return [*devices, *space_devices(world, targets, orbit, seed)], world
     if any(spec.driver == "sim" for spec in robots.values()):
         raise ValueError("a mission drives either simulated robots or hardware, not both")
     return [_hardware_device(name, spec, ctx, base_dir) for name, spec in robots.items()], None
 
 
-def _sim_devices(robots, targets, ctx, seed):
+def _sim_devices(robots, targets, ctx, seed, base_dir=Path()):
+    from orbitree.drivers.calibration_io import load_intrinsics
     from orbitree.drivers.sim_calibration import (
         CameraErrorModel,
         perturbed_board,
@@ -258,6 +262,12 @@ def _sim_devices(robots, targets, ctx, seed):
     cameras = [spec.camera for spec in robots.values() if spec.camera is not None]
     placement = cameras[0].error_model() if cameras else CameraErrorModel()
     for k, (name, target) in enumerate(targets.items()):
+        if target.board == "charuco":  # a calibration board: printed by OpenCV, not docked with
+            from orbitree.drivers.sim_charuco import charuco_object
+
+            layout = target.charuco.spec()
+            world.add_fixture(name, partial(charuco_object, name, layout), target.pose.matrix())
+            continue
         board = perturbed_board(sirom_board_model(), placement, np.random.default_rng([seed, k, 2]))
         world.add_target(name, board, target.pose.matrix(), body=sirom_passive().pieces)
     devices: list[Any] = []
@@ -265,28 +275,39 @@ def _sim_devices(robots, targets, ctx, seed):
         q0 = np.array(spec.q0)
         if spec.start is not None or spec.start_tcp is not None:
             q0 = start_configuration(spec, targets)
+        mount = spec.camera.mount_matrix(base_dir) if spec.camera else None  # the hand-eye result
         robot = SimRobot(
             name,
             q0=q0,
             tool=spec.tool.matrix(),
-            cam2tcp=spec.camera.mount.matrix() if spec.camera else None,
+            cam2tcp=mount,
             limits=SimRobotLimits(tcp_speed=spec.tcp_speed_limit),
             period=ctx.period,
-            **_sim_arm_errors(spec, seed, i),
+            **_sim_arm_errors(spec, seed, i, base_dir),
         )
         camera = None
         if spec.camera is not None:
             cam = spec.camera
-            nominal = default_intrinsics(cam.width, cam.height, cam.focal_px)  # the calibration
+            design = default_intrinsics(cam.width, cam.height, cam.focal_px)  # the lens as designed
+            # what the estimator believes: a calibration file's intrinsics, else the design
+            nominal = load_intrinsics(calibration_path(base_dir, cam.calibration)) if cam.calibration else design
             errors, draws = cam.error_model(), np.random.default_rng([seed, i, 3])
+            lens = perturbed_intrinsics(design, errors, draws)  # the lens as built (the same draws either way)
+            bracket = perturbed_mount(mount, errors, draws)  # the bracket as built
+            if cam.true_intrinsics is not None:
+                t = cam.true_intrinsics
+                lens = CameraIntrinsics(np.array([[t.fx, 0.0, t.cx], [0.0, t.fy, t.cy], [0.0, 0.0, 1.0]]),
+                                        np.array(t.distortion, dtype=float), cam.width, cam.height)
+            if cam.true_mount is not None:
+                bracket = cam.true_mount.matrix()
             camera = SimCamera(
                 f"{name}_camera",
                 nominal,
                 sensor=SensorModel(blur_sigma_px=cam.blur_px, read_noise_dn=cam.noise_dn),
                 seed=seed * 1000 + i,
                 frame_rate_hz=cam.fps,
-                true_intrinsics=perturbed_intrinsics(nominal, errors, draws),  # the lens as built
-                cam2tool=perturbed_mount(cam.mount.matrix(), errors, draws),  # the bracket as built
+                true_intrinsics=lens,
+                cam2tool=bracket,
                 exposure_s=cam.exposure,
                 latency_s=cam.latency,
                 stamp_jitter_s=cam.stamp_jitter,
@@ -309,26 +330,36 @@ def _sim_devices(robots, targets, ctx, seed):
             driver = EmulatedURRobot(name, robot, spec.host, tcp_offset=spec.tool.matrix())
             arm = driver.world_arm
         world.add_robot(arm, camera, latch, contact, base2world=spec.base.matrix())
-        devices.append(RobotDevice(name, spec, driver, camera, ctx, latch))
+        tracker = None
+        if spec.laser_tracker is not None:
+            from orbitree.drivers.sim_tracker import SimLaserTracker
+
+            lt = spec.laser_tracker
+            tracker = SimLaserTracker(robot, lt.pose.matrix(), np.array(lt.reflectors), lt.noise_a, lt.noise_b,
+                                      np.random.default_rng([seed, i, 4]))
+        devices.append(RobotDevice(name, spec, driver, camera, ctx, latch, base_dir, tracker))
     realtime = any(spec.driver == "ur-emulated" for spec in robots.values())
     devices.append(SimWorldDevice(world, now=(lambda: ctx.now) if realtime else None))
     return devices, world
 
 
-def _sim_arm_errors(spec: RobotSpec, seed: int, index: int) -> dict[str, Any]:
+def _sim_arm_errors(spec: RobotSpec, seed: int, index: int, base_dir: Path = Path()) -> dict[str, Any]:
     """What makes a simulated arm real, drawn from the run seed: its wrist sensor (noise, bias,
-    drift, range, lag) and its kinematics as built (DH deviations)."""
+    drift, range, lag) and its kinematics as built (DH deviations, and the ``offsets`` given);
+    with ``kinematics: FILE`` the controller computes with the calibrated table."""
     import math
 
     from orbitree.drivers.sim_ft import FTSensorModel
-    from orbitree.drivers.sim_robot import perturbed_table
-    from orbitree.skills.kinematics import UR10E
 
     ft = spec.ft_model()
     model = FTSensorModel(ft.noise, ft.bias, ft.drift, ft.range, ft.bandwidth or math.inf)
-    errors = spec.kinematic_errors
-    built = perturbed_table(UR10E, np.random.default_rng([seed, index, 1]), errors.length, errors.angle)
-    return {"ft": model, "true_table": built, "seed": np.random.default_rng([seed, index])}
+    built = spec.kinematic_errors.true_table(np.random.default_rng([seed, index, 1]))
+    out = {"ft": model, "true_table": built, "seed": np.random.default_rng([seed, index])}
+    if spec.kinematics:
+        from orbitree.drivers.kinematics_io import load_kinematics
+
+        out["table"] = load_kinematics(calibration_path(base_dir, spec.kinematics))
+    return out
 
 
 def _hardware_device(name: str, spec: RobotSpec, ctx: Context, base_dir: Path) -> RobotDevice:

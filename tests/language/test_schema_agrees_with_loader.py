@@ -31,6 +31,7 @@ SAMPLES: dict[str, Any] = {  # a valid value for each required field, by name
     "children": [{"wait": "1 s"}], "child": {"wait": "1 s"},
     "robots": ["left", "right"], "fixture": "pad_left", "fixtures": ["pad_left", "pad_right"],
     "dock": {"xyz": [0, 0, 0.4], "rpy": [0, 0, 90]},
+    "dir": "views", "output": "out.yaml", "look_at": [-0.7, -0.1, 0.0], "joint": 2, "swept": "80 deg",
 }
 POOL: list[Any] = [
     True, 0, -1, 2, 1.5, -0.5, 1e6, "x", "3 s", "5 mm", "-2 mm", "0 N", "0.0 s", "20 deg/s", "10 Hz",
