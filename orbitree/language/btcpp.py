@@ -155,9 +155,17 @@ def _default(value: Any) -> str:
         return ""
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json")
-    if isinstance(value, tuple):
-        value = list(value)
-    return _flow(value)
+    return _flow(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists and numpy scalars as Python numbers (a default such as ``np.radians(15)``),
+    which YAML's safe dumper can write."""
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value.item() if hasattr(value, "item") and hasattr(value, "dtype") else value
 
 
 def _escape(text: str) -> str:
