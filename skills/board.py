@@ -99,6 +99,7 @@ __all__ = [
     "BoardEstimatorConfig",
     "BoardModel",
     "BoardPose",
+    "BoardTracker",
     "aruco_board_from_corners",
     "board_model_from_corners",
     "detect_board_markers",
@@ -145,6 +146,8 @@ class BoardEstimatorConfig:
         solved again when its own RMS reprojection error exceeds this and 3x the median of the
         others.
     min_markers : fewer detected board markers give None.
+    ecc_max_side_px : "ecc" aligns a marker wider than this on its window shrunk to this size
+        (None: at full size; see ``refine_ecc``); :class:`BoardTracker` uses 40 px.
     """
 
     detector_refinement: DetectorRefinement = "subpix"
@@ -158,6 +161,7 @@ class BoardEstimatorConfig:
     ambiguity_ratio: float = 1.5
     max_marker_rms_px: float = 1.0
     min_markers: int = 1
+    ecc_max_side_px: float | None = None
 
     def __post_init__(self) -> None:
         choices = {
@@ -245,11 +249,14 @@ def refine_corners(
     camera_matrix: np.ndarray,
     dist_coeffs: np.ndarray | None,
     config: BoardEstimatorConfig,
+    templates: dict | None = None,
 ) -> list[np.ndarray]:
-    """Configured corner refinement; (4, 2) corners in ideal (undistorted) pixels."""
+    """Configured corner refinement; (4, 2) corners in ideal (undistorted) pixels.
+    ``templates``: a dict kept between calls, where ECC caches its marker templates."""
     if config.corner_refinement == "ecc":
         return refine_ecc(gray, quads, ids.tolist(), board.getDictionary(), camera_matrix,
-                          dist_coeffs, white_margin_cells=config.ecc_white_margin_cells)
+                          dist_coeffs, white_margin_cells=config.ecc_white_margin_cells,
+                          templates=templates, max_side_px=config.ecc_max_side_px)
     if config.corner_refinement == "cornersubpix":
         return refine_corner_subpix(gray, quads, camera_matrix, dist_coeffs)
     if config.corner_refinement == "edgelines":
@@ -354,9 +361,27 @@ def estimate_board_pose(
     gray = to_gray(image)
     detector = detector or make_detector(board, config)
     quads, ids = detect_board_markers(gray, board, camera_matrix, dist_coeffs, detector, config)
+    return _pose_from_markers(gray, quads, ids, board, camera_matrix, dist_coeffs, config,
+                              prior_board2cam, corner_noise_px, rng)
+
+
+def _pose_from_markers(
+    gray: np.ndarray,
+    quads: list[np.ndarray],
+    ids: np.ndarray,
+    board: cv2.aruco.Board,
+    camera_matrix: np.ndarray,
+    dist_coeffs: np.ndarray | None,
+    config: BoardEstimatorConfig,
+    prior_board2cam: np.ndarray | None,
+    corner_noise_px: float,
+    rng: np.random.Generator | None,
+    templates: dict | None = None,
+) -> BoardPose | None:
+    """Steps 2-4 of the pipeline on detected markers (quads in distorted pixels)."""
     if len(ids) < max(config.min_markers, 1):
         return None
-    ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config)
+    ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config, templates)
     if corner_noise_px > 0.0:
         rng = rng if rng is not None else np.random.default_rng()
         ideal = [q + rng.normal(0.0, corner_noise_px, q.shape) for q in ideal]
@@ -405,3 +430,152 @@ def _solve_markers(
     proj, _ = cv2.projectPoints(obj, rvec, board2cam[:3, 3], camera_matrix, None)
     sq = np.sum((proj.reshape(-1, 2) - img) ** 2, axis=1).reshape(-1, 4)
     return board2cam, rms, ratio, np.sqrt(sq.mean(axis=1))
+
+
+TRACKER_ECC_MAX_SIDE_PX = 40.0
+"""The tracker's default ``ecc_max_side_px``: near markers (100-300 px) aligned at 40 px keep
+their accuracy (same errors on the approach and near sets, ``benchmarks/perception.py``) at a
+third of the time."""
+
+
+class BoardTracker:
+    """Board pose frame after frame, searching where the board should be (ArUco3's idea).
+
+    ``BoardTracker(board, camera_matrix, dist_coeffs)``; ``update(image, prior=None)`` returns a
+    :class:`BoardPose` or None, like :func:`estimate_board_pose` on the same image; ``reset()``
+    forgets the track.
+
+    Romero-Ramirez, Muñoz-Salinas and Medina-Carnicer (Image and Vision Computing 2018, "Speeded
+    up detection of squared fiducial markers"; [ArUco3] in the README's Sources) make detection
+    fast in video by looking for markers only where the previous frame had them and by choosing
+    the adaptive-threshold window from the markers' expected size instead of trying several.
+    Here: the board's markers (with their quiet zone) are projected with the predicted pose
+    (``prior``, e.g. the last pose carried by the arm's motion since; else the last pose), their
+    bounding box grown by ``roi_margin`` of its size (and at least ``min_margin_px``) is the region
+    searched, with one threshold window of ``threshold_window_cells`` expected marker cells and
+    the smallest accepted perimeter at half the expected one. Detection falls back to the whole
+    image (the usual pipeline) when there is no prediction, when the region would cover most of
+    the image anyway, or when it finds fewer board markers than the last frame gave. Everything
+    after detection (recovery of missed markers, ECC corner refinement, PnP, the outlier check)
+    is :func:`estimate_board_pose`'s, on the whole image, with its templates cached between
+    frames; the predicted pose breaks the planar ambiguity as the last estimate does there.
+
+    ``searches`` counts frames by how they were searched: ``"roi"`` or ``"full"``.
+    """
+
+    def __init__(
+        self,
+        board: cv2.aruco.Board,
+        camera_matrix: np.ndarray,
+        dist_coeffs: np.ndarray | None,
+        config: BoardEstimatorConfig | None = None,
+        *,
+        roi_margin: float = 0.3,
+        min_margin_px: int = 24,
+        max_roi_fraction: float = 0.6,
+        threshold_window_cells: float = 1.5,
+    ) -> None:
+        self.board = board
+        self.camera_matrix = np.asarray(camera_matrix, dtype=np.float64)
+        if self.camera_matrix.shape != (3, 3):
+            raise ValueError(f"camera_matrix must be (3, 3), got {self.camera_matrix.shape}")
+        self.dist = None if dist_coeffs is None else np.asarray(dist_coeffs, np.float64).ravel()
+        self.config = config or BoardEstimatorConfig(ecc_max_side_px=TRACKER_ECC_MAX_SIDE_PX)
+        self.roi_margin, self.min_margin_px = roi_margin, min_margin_px
+        self.max_roi_fraction, self.threshold_window_cells = max_roi_fraction, threshold_window_cells
+        self.detector = make_detector(board, self.config)
+        self._roi_params = self.detector.getDetectorParameters()
+        self._roi_detector = make_detector(board, self.config)
+        self._cells = board.getDictionary().markerSize + 2
+        obj = np.asarray(board.getObjPoints(), dtype=np.float64).reshape(-1, 4, 3)
+        centre = obj.mean(axis=1, keepdims=True)
+        self._outline = (centre + (obj - centre) * (1.0 + 2.0 / self._cells)).reshape(-1, 3)
+        self._templates: dict = {}
+        self.last: BoardPose | None = None
+        self.searches = {"roi": 0, "full": 0}
+
+    def reset(self) -> None:
+        """Forget the track: the next frame is searched whole."""
+        self.last = None
+
+    def update(
+        self,
+        image: np.ndarray,
+        prior: np.ndarray | None = None,
+        *,
+        corner_noise_px: float = 0.0,
+        rng: np.random.Generator | None = None,
+    ) -> BoardPose | None:
+        """The board's pose in ``image`` ((H, W) grey or (H, W, 3) BGR), or None if not seen.
+
+        ``prior``: (4, 4) predicted ``board2cam`` for this frame (e.g. the last pose moved by the
+        camera's motion since); default: the last pose found. ``corner_noise_px`` and ``rng``: as
+        for :func:`estimate_board_pose`.
+        """
+        gray = to_gray(image)
+        predicted = prior if prior is not None else (None if self.last is None else self.last.board2cam)
+        found = None
+        if predicted is not None:
+            roi = self._roi(np.asarray(predicted, dtype=np.float64), gray.shape)
+            if roi is not None:
+                quads, ids = self._detect_in(gray, *roi)
+                wanted = max(self.config.min_markers, 1, len(self.last.marker_ids) if self.last else 1)
+                if len(ids) >= wanted:
+                    self.searches["roi"] += 1
+                    found = _pose_from_markers(gray, quads, ids, self.board, self.camera_matrix,
+                                               self.dist, self.config, predicted, corner_noise_px,
+                                               rng, self._templates)
+        if found is None:
+            self.searches["full"] += 1
+            quads, ids = detect_board_markers(gray, self.board, self.camera_matrix, self.dist,
+                                              self.detector, self.config)
+            found = _pose_from_markers(gray, quads, ids, self.board, self.camera_matrix, self.dist,
+                                       self.config, predicted, corner_noise_px, rng, self._templates)
+        self.last = found
+        return found
+
+    def _roi(self, board2cam: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, int, float] | None:
+        """(x0, y0, x1, y1, expected marker side px) of the region to search, or None (search
+        the whole image)."""
+        cam = self._outline @ board2cam[:3, :3].T + board2cam[:3, 3]
+        if np.any(cam[:, 2] <= 1e-3):
+            return None
+        px, _ = cv2.projectPoints(cam, np.zeros(3), np.zeros(3), self.camera_matrix, self.dist)
+        px = px.reshape(-1, 4, 2)
+        height, width = shape[:2]
+        lo, hi = px.reshape(-1, 2).min(axis=0), px.reshape(-1, 2).max(axis=0)
+        margin = np.maximum(self.roi_margin * (hi - lo), self.min_margin_px)
+        x0, y0 = np.floor(np.maximum(lo - margin, 0)).astype(int)
+        x1, y1 = np.ceil(np.minimum(hi + margin, [width, height])).astype(int)
+        if x1 - x0 < 16 or y1 - y0 < 16 or (x1 - x0) * (y1 - y0) > self.max_roi_fraction * width * height:
+            return None
+        sides = np.linalg.norm(np.roll(px, -1, axis=1) - px, axis=2).mean(axis=1)  # per marker
+        side = float(sides.min()) / (1.0 + 2.0 / self._cells)  # the black square's side
+        return int(x0), int(y0), int(x1), int(y1), side
+
+    def _detect_in(self, gray: np.ndarray, x0: int, y0: int, x1: int, y1: int,
+                   side: float) -> tuple[list[np.ndarray], np.ndarray]:
+        """Board markers found in the window (corners in whole-image pixels), missed ones
+        recovered on the whole image as :func:`detect_board_markers` does."""
+        params = self._roi_params
+        window = int(np.clip(round(self.threshold_window_cells * side / self._cells), 3, 63)) | 1
+        params.adaptiveThreshWinSizeMin = params.adaptiveThreshWinSizeMax = window
+        params.adaptiveThreshWinSizeStep = 2
+        params.minMarkerPerimeterRate = float(np.clip(2.0 * side / max(x1 - x0, y1 - y0), 1e-3, 4.0))
+        self._roi_detector.setDetectorParameters(params)
+        corners, ids, rejected = self._roi_detector.detectMarkers(gray[y0:y1, x0:x1])
+        if ids is None or len(ids) == 0:
+            return [], np.zeros(0, dtype=int)
+        offset = np.array([x0, y0], dtype=np.float32)
+        corners = [np.asarray(c, np.float32) + offset for c in corners]
+        rejected = [np.asarray(c, np.float32) + offset for c in rejected]
+        config = self.config
+        if config.recover_missing:
+            corners, ids, _, _ = self.detector.refineDetectedMarkers(
+                gray, self.board, corners, ids, rejected, self.camera_matrix, self.dist)
+        board_ids = set(np.asarray(self.board.getIds()).ravel().tolist())
+        keep = [i for i, mid in enumerate(np.asarray(ids).ravel()) if int(mid) in board_ids]
+        quads = [np.asarray(corners[i], dtype=np.float64).reshape(4, 2) for i in keep]
+        if config.detector_refinement == "apriltag":
+            quads = [q - APRILTAG_CORNER_OFFSET_PX for q in quads]
+        return quads, np.asarray(ids).ravel()[keep].astype(int)

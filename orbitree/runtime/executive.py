@@ -16,6 +16,7 @@ driver is stopped and shut down, and the log gets its footer.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import threading
 import time
 import traceback
@@ -42,6 +43,9 @@ from orbitree.runtime.snapshot import GatingView, Snapshot, View
 from orbitree.runtime.supervisor import VIOLATIONS_KEY, SafetyHook, Supervisor
 from orbitree.runtime.ticklog import TickLog
 from orbitree.runtime.timing import TimingVisitor
+
+SWITCH_INTERVAL_S = 2e-4
+"""The interpreter's thread switch interval while threads work beside the tick (s)."""
 
 __all__ = ["DriverAdapter", "Executive", "Interrupted", "RunResult", "Snapshot", "View"]
 
@@ -101,6 +105,13 @@ class Executive:
             if not is_simulated(model.robots):
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
+        # paced by the wall clock, long work runs beside the tick: perception in its leaves'
+        # worker threads, and a simulated camera renders in its own thread, as a real one exposes
+        # and transfers its frames while the computer does other things
+        self.ctx.concurrent = self.clock == "wall" or self.realtime
+        if self.ctx.concurrent and self.ctx.world is not None:
+            for camera in self.ctx.world.cameras.values():
+                camera.render_beside()
         py_trees.blackboard.Blackboard.clear()
         # fault injection: stubs for substituted leaves, then the injector wraps the arms'
         # drivers and the nodes a tick_overrun names
@@ -143,6 +154,11 @@ class Executive:
         phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
+        switch = sys.getswitchinterval()
+        if self.ctx.concurrent:
+            # the threads beside the tick hold the interpreter between their OpenCV calls; the
+            # tick thread should get it back within a fraction of its period, not Python's 5 ms
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         recorder.open()
         header = self._header()
         recorder.write(header)
@@ -178,6 +194,7 @@ class Executive:
             reason = f"{self._culprit(exc)}raised {type(exc).__name__}: {exc}"
             error = "".join(traceback.format_exception(exc))
         finally:
+            sys.setswitchinterval(switch)
             try:
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
