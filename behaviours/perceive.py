@@ -26,7 +26,7 @@ history of the arm's poses, one per tick), so a frame that arrives late is still
 a camera's frames carry the instant they were taken, not the tick that reads them. When no new frame has come
 for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING
 (for use beside a motion in a parallel); otherwise it is RUNNING while a frame's estimate is on
-its way, then SUCCESS if the target was seen, else FAILURE.
+its way, then SUCCESS if the target was seen in the first frame it answers for, else FAILURE.
 """
 
 from __future__ import annotations
@@ -100,6 +100,9 @@ class Perceive(Leaf):
         self.seen_stamp = -math.inf
         self.write(self.keys["visible"], False)
 
+    def initialise(self) -> None:
+        self.answered = False  # single shot: done at the first estimate (or miss) published
+
     def terminate(self, new_status: py_trees.common.Status) -> None:
         if new_status == py_trees.common.Status.INVALID and hasattr(self, "worker"):
             self.worker.close()  # halted: the thread ends (a later submit starts it again)
@@ -120,7 +123,7 @@ class Perceive(Leaf):
             self.feedback_message = f"no frame for {self.ctx.now - self.last_frame_at:.2f} s"
         for done in self.worker.ready(self.ctx.now):
             self._publish(done.stamp, done.result)
-        if self.params.continuous or self.worker.pending:
+        if self.params.continuous or (self.worker.pending and not self.answered):
             return py_trees.common.Status.RUNNING
         return py_trees.common.Status.SUCCESS if self.visible else py_trees.common.Status.FAILURE
 
@@ -154,6 +157,7 @@ class Perceive(Leaf):
         return interpolate_pose(a, b, (stamp - t0) / (t1 - t0)) if t1 > t0 else b
 
     def _publish(self, stamp: float, found: BoardPose | None) -> None:
+        self.answered = True
         if stamp < self.seen_stamp:
             return  # an older frame's estimate after a newer one's
         if found is None or found.reprojection_error_px > self.params.max_reprojection_px:
