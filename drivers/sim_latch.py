@@ -17,7 +17,12 @@ hard the hooks pull), with the mechanics of :class:`HookMechanics`:
 * the motors pull at most ``max_pull``: the stroke advances only as far as that pull allows
   (the stroke waits for the arm to follow); pulling at 90 % of it or more for ``stall_time``
   with less than ``min_progress`` of stroke gained, the hooks have stalled and the latch reports
-  FAULT, a jam (``fault`` says why);
+  FAULT, a jam (``fault`` says why). The window is set by how slowly a complying arm may still
+  be following: a petal sliding off a chamfer with friction leaves only a few newtons
+  unbalanced, and an admittance follows that at F/D (the capture's 3 N dead band over its
+  24000 N·s/m: 0.125 mm/s), after first relaxing the structure's preload (D/K = 0.24 s at
+  100 N/mm). 1 % of the stroke (0.21 mm of the tips) in 2 s is 0.10 mm/s, below that: a tool
+  still sliding in is not a jam; a wedged one stops within a few D/K and is reported;
 * CLOSED only at the end of the stroke with the passive in the hooks, which the stroke's end
   means seated within ``(max_pull − preload) / stiffness`` of the face; a full stroke with
   nothing engaged is a FAULT too (the passive was not within reach).
@@ -37,7 +42,8 @@ from orbitree.drivers.interfaces import LatchState
 class HookMechanics:
     """Reach (m), the share of the stroke spent swinging in, linkage stiffness (N/m), motor pull
     and preload (N), and how long a stall may last (s) gaining less than ``min_progress`` of the
-    stroke (1 %: 0.2 mm of the tips' travel) before it is a jam."""
+    stroke (1 %: 0.21 mm of the tips' travel) before it is a jam (2 s: see the module's docstring;
+    with 0.5 s the flagship's capture at 1.2 mm and 0.8° was called a jam while still sliding in)."""
 
     reach_lateral: float = 0.008
     reach_axial: float = 0.012
@@ -45,7 +51,7 @@ class HookMechanics:
     stiffness: float = 6.0e4
     max_pull: float = 60.0
     preload: float = 30.0
-    stall_time: float = 0.5
+    stall_time: float = 2.0
     min_progress: float = 0.01
 
     def __post_init__(self) -> None:

@@ -103,6 +103,9 @@ class LatchSpec(Strict):
     travel_time: Duration = Field(1.0, gt=0.0, description="sim: time for the hooks' full stroke")
     hook_force: Force = Field(60.0, gt=0.0, description="sim: the most the hook motors pull (they stall there)")
     preload: Force = Field(30.0, gt=0.0, description="sim: the hooks' pull at full stroke on seated faces")
+    stall_time: Duration = Field(
+        2.0, gt=0.0, description="sim: pulling at 90 % of hook_force this long gaining under 1 % of the stroke "
+        "is a jam (longer than a complying arm takes to slide a petal off a chamfer)")
 
 
 class ContactSpec(Strict):

@@ -282,7 +282,8 @@ def _sim_devices(robots, targets, ctx, seed):
             from orbitree.drivers.sim_latch import HookMechanics
             from orbitree.skills.contact import sirom_contact_model, structural_stiffness
 
-            hooks = HookMechanics(max_pull=spec.latch.hook_force, preload=spec.latch.preload)
+            hooks = HookMechanics(max_pull=spec.latch.hook_force, preload=spec.latch.preload,
+                                  stall_time=spec.latch.stall_time)
             latch = SimLatch(f"{name}_latch", spec.latch.travel_time, hooks)
             stiffness = structural_stiffness(spec.contact.stiffness)
             contact = sirom_contact_model(stiffness, friction=spec.contact.friction)

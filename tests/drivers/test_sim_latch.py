@@ -51,7 +51,7 @@ def test_engaged_hooks_stall_at_their_motors_pull_and_report_the_jam():
     latch = SimLatch(travel_time=1.0)
     latch.close()
     states = []
-    for _ in range(250):
+    for _ in range(450):
         depth = latch.depth()
         # a passive held 2 mm off the face by something: the pull is the linkage's stretch
         tension = 0.0 if depth is None else max(0.0, 6.0e4 * (0.002 - depth))
@@ -62,7 +62,7 @@ def test_engaged_hooks_stall_at_their_motors_pull_and_report_the_jam():
     assert max(pulls) <= 60.0 + 1e-9  # the motors pull no more than their 60 N
     jammed_at = next(i for i, (s, _) in enumerate(states) if s == LatchState.FAULT)
     stalled_from = next(i for i, t in enumerate(pulls) if t >= 60.0 - 1e-9)
-    assert (jammed_at - stalled_from) * DT == pytest.approx(0.5, abs=2 * DT)  # stall_time
+    assert (jammed_at - stalled_from) * DT == pytest.approx(2.0, abs=2 * DT)  # stall_time
     assert latch.fault.startswith("jammed: the hooks stalled at") and "2.0 mm off the face" in latch.fault
 
 
@@ -99,7 +99,7 @@ def test_hooks_closed_on_a_seated_passive_report_closed_and_hold_it_with_their_p
 
 def test_hooks_closed_with_the_arm_held_2_mm_off_stall_at_60_n_and_report_a_jam_not_closed():
     sim = world("{xyz: [0, 0, 2 mm]}")
-    trace = close_still(sim, 2.0)
+    trace = close_still(sim, 3.5)
     states = [s for _, s, _ in trace]
     assert LatchState.CLOSED not in states and states[-1] == LatchState.FAULT
     # the pull never passes the motors' 60 N; the arm's structure (100 N/mm) takes it
@@ -114,11 +114,13 @@ def test_hooks_closed_far_from_any_target_close_on_nothing():
     assert max(f for _, _, f in trace) == 0.0
 
 
-def close_complying(friction: float, seconds: float = 8.0):
-    """Close the hooks on a tool 2 mm off centre and 9 mm out (inside the capture envelope),
-    the arm complying as ``capture`` makes it (the admittance on the wrist reading); the latch's
-    last state, the tool's offset from seated (mm, passive frame) and the time it took."""
-    sim = world("{xyz: [2 mm, 0, 9 mm]}", f"robots.arm.contact.friction={friction}")
+def close_complying(friction: float, seconds: float = 8.0, offset: str = "{xyz: [2 mm, 0, 9 mm]}",
+                    trace: list | None = None):
+    """Close the hooks on a tool at ``offset`` (default 2 mm off centre and 9 mm out, inside the
+    capture envelope), the arm complying as ``capture`` makes it (the admittance on the wrist
+    reading); the latch's last state, the tool's offset from seated (mm, passive frame) and the
+    time it took. ``trace`` gets (stroke, hook pull N, tool offset mm) per step."""
+    sim = world(offset, f"robots.arm.contact.friction={friction}")
     robot, latch, dock = sim.robots["arm"], sim.latches["arm"], sim.docking["arm"]
     loop = AdmittanceLoop.from_params(Compliance(), DT)
     latch.close()
@@ -129,6 +131,9 @@ def close_complying(friction: float, seconds: float = 8.0):
         loop.sense(state.wrench, state.tcp2base)
         robot.speed_l(loop.step(), 2.0)
         sim.step(DT)
+        if trace is not None:
+            where = np.linalg.solve(sim.targets["sirom"], dock.real)[:3, 3] * 1e3
+            trace.append((latch.closure, dock.hook_tension, where))
         if latch.state() in (LatchState.CLOSED, LatchState.FAULT):
             break
     offset = np.linalg.solve(sim.targets["sirom"], dock.real)[:3, 3] * 1e3
@@ -141,9 +146,43 @@ def test_friction_beyond_the_chamfers_45_degrees_wedges_the_petals_and_the_hooks
     slides, offset, took = close_complying(0.3)
     assert slides.state() == LatchState.CLOSED
     assert offset[2] < 0.5 and abs(offset[0]) < 0.6 and took < 6.0
-    # μ = 1.2 (50°, beyond the chamfer's 45°): the petals stick where they land, the hooks stall
-    # at their 60 N and the latch says so
-    sticks, offset, took = close_complying(1.2)
+    # μ = 1.2 (50°, beyond the chamfer's 45°): the petal that lands on the chamfer sticks there
+    # (it never slides toward the centre); the hooks' 60 N, pulling through the axis 54 mm from
+    # it, tilts the tool about it, the arm yielding to the torque at τ/D (3 N·m over 960 N·m·s/rad:
+    # 0.2°/s), until the tilted tool wedges; then the stroke stops and the hooks report the jam.
+    # In the mission the capture's 10 s timeout ends it first.
+    trace: list = []
+    sticks, offset, took = close_complying(1.2, 17.0, trace=trace)
     assert sticks.state() == LatchState.FAULT
     assert sticks.fault.startswith("jammed: the hooks stalled") and "pulling 60 N" in sticks.fault
-    assert offset[2] > 3.0 and abs(offset[0] + 2.0) < 0.1  # still 2 mm off centre, 3 mm out
+    assert 10.0 < took < 17.0 and offset[2] > 1.0  # still over 1 mm out
+    assert all(where[0] < -1.99 for _, _, where in trace)  # never nearer the centre than it landed
+
+
+def test_petals_caught_on_the_chamfers_lower_edge_creep_in_under_compliance_and_are_not_called_a_jam():
+    # the flagship's capture pose of seed 1 (true error x 1.24 mm, y 0.2 mm, 3.6 mm out, rz 0.81°,
+    # rx 0.12°): the offset and the turn about z bring the corners of two petals 0.1 mm inside
+    # the passive's sides; they ride down the chamfer and stop on its lower edge. Not a wedge:
+    # both contacts lie on one side of the axis, so the hooks' 60 N through the axis leaves
+    # ~1.5 N·m about y and a few newtons sideways that only the arm holds, and the complying
+    # arm yields to them: it first relaxes the preload its structure took while the hooks
+    # pulled, then creeps at F/D until the corners drop past the edge
+    trace: list = []
+    latch, offset, took = close_complying(0.3, 6.0, "{xyz: [-1.24 mm, 0.2 mm, 3.6 mm], rpy: [-0.12, 0, 0.81]}",
+                                          trace)
+    assert latch.state() == LatchState.CLOSED, latch.fault
+    assert offset[2] < 0.5 and took < 4.0
+    # the longest spell pulling at 90 % of the motors' 60 N gaining under 1 % of the stroke:
+    # longer than the 0.5 s that called this a jam before, shorter than the 2 s window now
+    spell, longest, start = 0.0, 0.0, 0.0
+    creep = []
+    for stroke, pull, where in trace:
+        if pull >= 54.0 and stroke - start < 0.01:
+            spell += DT
+            creep.append(where)
+        else:
+            spell, start, creep = 0.0, stroke, []
+        if spell > longest:
+            longest, crept = spell, np.linalg.norm(creep[-1][:2] - creep[0][:2]) / max(spell, DT)
+    assert 0.5 < longest < HookMechanics().stall_time
+    assert crept > 0.05  # mm/s: the tool was sliding sideways all along, not stuck
