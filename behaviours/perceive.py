@@ -11,23 +11,22 @@ YAML::
           - approach: {robot: arm, target: sirom}
 
 Each new camera frame is searched for the target's marker board (``orbitree.skills.board``'s
-``BoardTracker``: ArUco detection where the last pose and the arm's motion since put the board,
-the whole image when that fails, corner refinement, planar PnP with the ambiguity resolved by
-reprojection error and the predicted pose). The search runs beside the tick, never in it
-(``orbitree.nodes.offload``): in a run paced by the wall clock (``--realtime``, hardware) a worker
-thread takes the newest frame and its estimate is used from the first tick after it is done; on
-the simulated clock the estimate is computed at once but becomes visible only
-``processing_latency`` after the frame arrived (the time the robot's computer would take), so a
-run stays the same for a seed whatever the host did. It writes ``/target/<target>/pose_cam`` (board in the camera
-frame), ``pose_base`` (board in the robot base frame, through the camera mount and the TCP pose
-of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
-The base-frame pose uses the arm's pose at the frame's stamp (interpolated in a one-second
-history of the arm's poses, one per tick), so a frame that arrives late is still placed right:
-a camera's frames carry the instant they were taken, not the tick that reads them. When no new frame has come
-for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING
-(for use beside a motion in a parallel); otherwise it is RUNNING while a frame's estimate is on
-its way, then SUCCESS if the target was seen in the first frame it answers for, else FAILURE.
-"""
+``BoardTracker``: the last frame's markers aligned where the last pose and the arm's motion since
+put them, else ArUco detection there, else on the whole image; corner refinement, planar PnP with
+the ambiguity resolved by reprojection error and the predicted pose). The search runs beside the
+tick, never in it (``orbitree.nodes.offload``): in a run paced by the wall clock (``--realtime``,
+hardware) a worker thread takes the newest frame and its estimate is used from the first tick after
+it is done; on the simulated clock the estimate is computed at once but becomes visible only
+``processing_latency`` after the frame arrived (the time the robot's computer would take), so a run
+stays the same for a seed whatever the host did. It writes ``/target/<target>/pose_cam`` (board in
+the camera frame), ``pose_base`` (board in the robot base frame, through the camera mount and the
+TCP pose of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
+The base-frame pose uses the arm's pose at the frame's stamp (interpolated in a one-second history
+of the arm's poses, one per tick), so a frame that arrives late is still placed right: a camera's
+frames carry the instant they were taken, not the tick that reads them. When no new frame has come
+for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING (for use
+beside a motion in a parallel); otherwise it is RUNNING while a frame's estimate is on its way,
+then SUCCESS if the target was seen in the first frame it answers for, else FAILURE. """
 
 from __future__ import annotations
 

@@ -230,6 +230,9 @@ def refine_ecc(
     max_shift_fraction: float = 0.25,
     templates: dict | None = None,
     max_side_px: float | None = None,
+    coarse_first: bool = True,
+    eps: float = 1e-5,
+    correlations: list | None = None,
 ) -> list[np.ndarray]:
     """Refine each marker by ECC alignment of its known pattern; ideal-pixel corners (4, 2).
 
@@ -243,15 +246,28 @@ def refine_ecc(
     ``max_side_px``: a marker larger than this in the image is aligned on the window shrunk
     (area-averaged) to that size, the corners scaled back: ECC's cost goes with the window's
     pixels, and a marker 300 px wide has far more edge pixels than its corners need.
+    ``coarse_first``: run the wide-basin coarse pass before the fine one (detector corners may
+    sit a cell's fraction off); False runs the fine pass alone and falls back to coarse + fine
+    only for a marker it fails on (good starting corners, e.g. a tracker's: a third of the
+    cost). ``eps``: ECC's convergence threshold on the correlation's increment.
+    ``correlations``: a list to which each marker's final correlation is appended (None for a
+    marker that kept its detected corners).
     """
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, 1e-5)
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, eps)
     out = []
-    for quad, marker_id in zip(corners, ids, strict=True):
-        ideal = undistort_corners(np.asarray(quad).reshape(4, 2), camera_matrix, dist_coeffs)
-        side = side_length_px(ideal)
-        pad = int(np.ceil(side * (0.1 + white_margin_cells / 9))) + 4
-        x0, y0 = np.floor(ideal.min(axis=0)).astype(int) - pad
-        x1, y1 = np.ceil(ideal.max(axis=0)).astype(int) + pad
+    if len(corners) != len(ids):
+        raise ValueError(f"{len(corners)} corner sets for {len(ids)} ids")
+    if len(ids) == 0:
+        return out
+    # every marker's corners undistorted, sides and windows at once (one call, not one per marker)
+    all_ideal = undistort_corners(np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2),
+                                  camera_matrix, dist_coeffs)
+    sides = np.linalg.norm(np.roll(all_ideal, -1, axis=1) - all_ideal, axis=2).mean(axis=1)
+    pads = np.ceil(sides * (0.1 + white_margin_cells / 9)).astype(int) + 4
+    lows = np.floor(all_ideal.min(axis=1)).astype(int) - pads[:, None]
+    highs = np.ceil(all_ideal.max(axis=1)).astype(int) + pads[:, None]
+    for ideal, side, (x0, y0), (x1, y1), marker_id in zip(
+            all_ideal, sides.tolist(), lows.tolist(), highs.tolist(), ids, strict=True):
         roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0)
         local = ideal - np.array([x0, y0])
         scale = 1.0
@@ -263,22 +279,37 @@ def refine_ecc(
             scale = float(scale_xy.mean())
         template, tquad, coarse = _templates(templates, dictionary, int(marker_id), side * scale,
                                              white_margin_cells, template_blur_px)
-        warp = cv2.getPerspectiveTransform(tquad, local.astype(np.float32))
-        rho = -1.0
-        try:  # coarse pass (wide basin: detector corners may sit on the quiet zone's outer
-            # edge), then fine
-            for filt, tpl in ((coarse_filter_size, coarse), (gauss_filter_size, template)):
-                rho, warp = cv2.findTransformECC(
-                    tpl, roi, warp.astype(np.float32), cv2.MOTION_HOMOGRAPHY, criteria, None, filt
-                )
-        except cv2.error:  # did not converge (e.g. blurred beyond recognition)
-            out.append(ideal)
-            continue
-        refined = cv2.perspectiveTransform(tquad[None].astype(np.float64), warp.astype(np.float64))[0]
-        if scale != 1.0:
-            refined = (refined + 0.5) / scale_xy - 0.5
-        refined = refined + np.array([x0, y0])
-        shift = float(np.max(np.linalg.norm(refined - ideal, axis=1)))
-        ok = rho >= min_correlation and shift <= max(2.0, max_shift_fraction * side)
-        out.append(refined if ok else ideal)
+        start = cv2.getPerspectiveTransform(tquad, local.astype(np.float32))
+        fine = ((gauss_filter_size, template),)
+        coarse_fine = ((coarse_filter_size, coarse), *fine)  # wide basin first
+        for passes in ((coarse_fine,) if coarse_first else (fine, coarse_fine)):
+            refined, rho = _align(roi, start, passes, criteria, tquad, min_correlation)
+            if refined is not None:
+                if scale != 1.0:
+                    refined = (refined + 0.5) / scale_xy - 0.5
+                refined = refined + np.array([x0, y0])
+                if float(np.max(np.linalg.norm(refined - ideal, axis=1))) <= max(
+                        2.0, max_shift_fraction * side):
+                    break
+            refined = None
+        out.append(ideal if refined is None else refined)
+        if correlations is not None:
+            correlations.append(None if refined is None else rho)
     return out
+
+
+def _align(roi: np.ndarray, warp: np.ndarray, passes, criteria, tquad: np.ndarray,
+           min_correlation: float) -> tuple[np.ndarray | None, float]:
+    """The template quad (4, 2) in ``roi`` after ECC from ``warp`` through ``passes`` ((Gaussian
+    filter size, template), ...), None if it did not converge or correlates too little; and the
+    final correlation."""
+    rho = -1.0
+    try:
+        for filt, tpl in passes:
+            rho, warp = cv2.findTransformECC(tpl, roi, warp.astype(np.float32), cv2.MOTION_HOMOGRAPHY,
+                                             criteria, None, filt)
+    except cv2.error:  # did not converge (e.g. blurred beyond recognition)
+        return None, rho
+    if rho < min_correlation:
+        return None, rho
+    return cv2.perspectiveTransform(tquad[None].astype(np.float64), warp.astype(np.float64))[0], rho

@@ -139,15 +139,17 @@ def test_pose_accuracy_on_random_rendered_views(
     assert within >= min_within
     if estimator == "BoardTracker":
         print(f"  tracker searches: {tracker.searches}")
-        # the predicted region did it mostly (measured: 189 of 200 near, 150 of 200 far, where a
-        # 2 deg prediction error moves the board by a third of its image)
-        assert tracker.searches["roi"] >= 0.7 * CASES_PER_RANGE
+        # the prediction did it mostly, by alignment or in the predicted region (measured: 189 of
+        # 200 near, 150 of 200 far, where a 2 deg prediction error moves the board by a third of
+        # its image)
+        assert tracker.searches["track"] + tracker.searches["roi"] >= 0.7 * CASES_PER_RANGE
 
 
 def test_tracker_follows_an_approach_as_accurately_as_the_full_search():
     """40 frames of a rendered approach (0.55 m to 0.15 m, the board off-centre and tilted 35
-    deg at first): the tracker, given only the frames, finds the board in its predicted region
-    after the first frame, with the errors of estimate_board_pose on every frame."""
+    deg at first): the tracker, given only the frames, follows the board by aligning its markers
+    where it predicts them after the first frame (no detection), with the errors of
+    estimate_board_pose on every frame."""
     model = sirom_board_model()
     board = make_aruco_board(model)
     cam = board_scene_camera(model, seed=4, board_name="sirom")
@@ -164,16 +166,44 @@ def test_tracker_follows_an_approach_as_accurately_as_the_full_search():
             dt, dr = pose_distance(pose.board2cam, truth)
             out.append((dt, np.degrees(dr)))
     tracked, full = np.array(tracked), np.array(full)
-    print(f"\ntracker {tracker.searches}; max error tracker {1e3 * tracked[:, 0].max():.3f} mm "
+    print(f"\ntracker minus full search, mm: {1e3 * (tracked[:, 0] - full[:, 0]).min():.3f} to "
+          f"{1e3 * (tracked[:, 0] - full[:, 0]).max():.3f}")
+    print(f"tracker {tracker.searches}; max error tracker {1e3 * tracked[:, 0].max():.3f} mm "
           f"{tracked[:, 1].max():.3f} deg, full search {1e3 * full[:, 0].max():.3f} mm {full[:, 1].max():.3f} deg")
-    assert tracker.searches == {"roi": 39, "full": 1}
+    assert tracker.searches == {"track": 39, "roi": 0, "full": 1}
     assert tracked[:, 0].max() < 0.5e-3 and tracked[:, 1].max() < 0.2  # full search: 0.38 mm, 0.07 deg
-    # frame by frame the same within hundredths of a millimetre and a tenth of a degree
-    assert np.abs(tracked[:, 0] - full[:, 0]).max() < 0.05e-3
-    assert np.abs(tracked[:, 1] - full[:, 1]).max() < 0.1
+    # frame by frame never worse by more than hundredths of a millimetre and a tenth of a degree
+    # (measured: at most 0.03 mm worse, up to 0.13 mm better: ECC on markers shrunk to 32 px)
+    assert (tracked[:, 0] - full[:, 0]).max() < 0.05e-3
+    assert (tracked[:, 1] - full[:, 1]).max() < 0.1
     tracker.reset()
     cam.set_cam2world(approach_views(40)[-1])
     assert tracker.update(cam.render()) is not None and tracker.searches["full"] == 2  # forgot the track
+
+
+def test_tracker_detects_again_when_the_prediction_is_wrong_or_a_tracked_marker_disappears():
+    """Alignment from the prediction is only trusted when every tracked marker correlates with
+    its pattern and the pose explains them: a prediction 30 mm off, or a marker hidden since the
+    last frame, sends the tracker back to detection, which gives the right pose and markers."""
+    model = sirom_board_model()
+    board = make_aruco_board(model)
+    truth = _look_at_board(0.25, tilt_deg=20.0)
+    image, cam = _render(truth, seed=3)
+    intr = cam.intrinsics
+    tracker = BoardTracker(board, intr.camera_matrix, intr.dist_coeffs)
+    assert tracker.update(image).marker_ids == (0, 1, 2) and tracker.searches["full"] == 1
+    assert tracker.update(image) is not None and tracker.searches["track"] == 1  # same view: aligned
+    off = truth.copy()
+    off[:3, 3] += [0.03, 0.0, 0.0]  # 30 mm: ~100 px, far outside ECC's basin
+    pose = tracker.update(image, off)
+    assert tracker.searches["track"] == 1 and pose is not None
+    dt, dr = pose_distance(pose.board2cam, cam.ground_truth_board2cam("sirom"))
+    assert dt < 1e-3 and np.degrees(dr) < 0.5
+    hidden, _ = _render(truth, seed=3, hidden={1})
+    pose = tracker.update(hidden)
+    assert tracker.searches["track"] == 1 and pose is not None and pose.marker_ids == (0, 2)
+    dt, dr = pose_distance(pose.board2cam, cam.ground_truth_board2cam("sirom"))
+    assert dt < 1e-3 and np.degrees(dr) < 0.5
 
 
 # -- occlusion -------------------------------------------------------------------------------
