@@ -148,9 +148,12 @@ def board_object(
 def table_object(
     table2world: PoseSource, rng: np.random.Generator, size_m: float = 1.5
 ) -> SceneObject:
-    """A square table top (z up) of side ``size_m`` centred on ``table2world``."""
-    return SceneObject("table", [rect_patch(table_texture(rng), size_m, size_m, np.eye(4), 1)],
-                       table2world, layer=LAYER_TABLE)
+    """A square table top (z up) of side ``size_m`` centred on ``table2world``; its mottling
+    (texels of 3-6 mm, grain blurred over one) is smooth at the pixel scale, so it is sampled at
+    half resolution (``Patch.smooth``)."""
+    patch = rect_patch(table_texture(rng), size_m, size_m, np.eye(4), 1)
+    patch = Patch(patch.levels, patch.tex2plane, patch.plane2body, 1, smooth=True)
+    return SceneObject("table", [patch], table2world, layer=LAYER_TABLE)
 
 
 def random_board_view(
