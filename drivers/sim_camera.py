@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -197,6 +198,7 @@ class SimCamera:
         self._render_lock = threading.Lock()
         self._centres: dict[int, np.ndarray] = {}
         self.last_blur_px = 0.0  # length of the last frame's motion blur (for tests)
+        self.frames_rendered, self.render_s = 0, 0.0  # images rendered, wall time spent on them
         self.sensor = sensor or SensorModel()
         self.objects: list[SceneObject] = []
         self.occluders: list[ImageOccluder] = []
@@ -360,7 +362,16 @@ class SimCamera:
         smears the scene (not what moves with the camera) along its projected motion;
         ``object_poses`` (``id(object)`` -> body2world) replaces the objects' own poses."""
         with self._render_lock:  # one image at a time (the caches and the noise generator)
-            return self._render(cam2world, motion, object_poses or {})
+            t0 = time.perf_counter()
+            image = self._render(cam2world, motion, object_poses or {})
+            self.frames_rendered += 1
+            self.render_s += time.perf_counter() - t0
+            return image
+
+    @property
+    def renders_beside(self) -> bool:
+        """True once ``render_beside()`` moved rendering into the camera's own thread."""
+        return self._renderer is not None
 
     def _render(self, cam2world, motion, object_poses) -> np.ndarray:
         intr = self.lens

@@ -23,6 +23,7 @@ collects it, so the executive reports it against the leaf.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class Offload(Generic[J, R]):
         self.latency = float(latency)
         self.name = name
         self.dropped = 0  # jobs replaced by a newer one before the worker took them (threaded)
+        self.jobs, self.busy_s = 0, 0.0  # jobs run and the wall time spent in ``fn``
         # modelled mode: (release time, Done) in release order, and when the "worker" is free
         self._held: deque[tuple[float, Done[R] | BaseException]] = deque()
         self._free_at = -float("inf")
@@ -81,10 +83,12 @@ class Offload(Generic[J, R]):
         if not self.threaded:
             start = max(now, self._free_at)
             self._free_at = start + self.latency
+            t0 = time.perf_counter()
             try:
                 outcome: Done[R] | BaseException = Done(stamp, self.fn(job))
             except Exception as exc:
                 outcome = exc
+            self.jobs, self.busy_s = self.jobs + 1, self.busy_s + time.perf_counter() - t0
             self._held.append((self._free_at, outcome))
             return
         with self._lock:
@@ -131,10 +135,13 @@ class Offload(Generic[J, R]):
                 stamp, job = self._job  # type: ignore[misc]
                 self._job, self._busy = None, True
             outcome: Any
+            t0 = time.perf_counter()
             try:
                 outcome = Done(stamp, self.fn(job))
             except Exception as exc:
                 outcome = exc
+            spent = time.perf_counter() - t0
             with self._lock:
+                self.jobs, self.busy_s = self.jobs + 1, self.busy_s + spent
                 self._done.append(outcome)
                 self._busy = False

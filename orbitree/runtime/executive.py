@@ -35,8 +35,10 @@ from orbitree.language.keys import FAULTS_ACTIVE
 from orbitree.language.loader import Mission
 from orbitree.nodes.build import BuiltTree, build_tree
 from orbitree.nodes.context import Context
+from orbitree.nodes.offload import Offload
 from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
+from orbitree.runtime.profile import LoopTimes, wall_profile
 from orbitree.runtime.recorder import FORMAT, Recorder
 from orbitree.runtime.safety import SafetyMonitor
 from orbitree.runtime.snapshot import GatingView, Snapshot, View
@@ -140,6 +142,8 @@ class Executive:
         self.supervisor = Supervisor(self.safety, self.ctx, self.drivers, self._write, self.recovery,
                                      model.safety.recovery)
         self._active_faults: list[int] | None = None  # ids of the faults in /faults/active
+        self.loop_times = LoopTimes()  # where the wall time goes (``profile()``)
+        self._sim_time_s = 0.0
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -154,6 +158,8 @@ class Executive:
         phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
+        self.loop_times = loop = LoopTimes()
+        clock_read = time.perf_counter
         switch = sys.getswitchinterval()
         if self.ctx.concurrent:
             # the threads beside the tick hold the interpreter between their OpenCV calls; the
@@ -176,15 +182,27 @@ class Executive:
                 for i in phases:
                     if self._nodes[i].status == Status.RUNNING:
                         phases[i] += self.ctx.period
+                t0 = clock_read()
                 fresh = self.supervisor.check(self.tree)
+                t1 = clock_read()
                 changed = ticks.write(clock.ticks, clock.now, tick_ms, clock.deadline_misses)
+                t2 = clock_read()
                 self.injector.after_tick(clock.now, changed)
+                t3 = clock_read()
                 verdict = self._verdict(fresh, clock.now)
+                t4 = clock_read()
+                loop.add("safety", (t1 - t0) + (t4 - t3))
+                loop.add("log and views", t2 - t1)
+                loop.add("faults", t3 - t2)
                 if verdict is not None:
                     status, reason = verdict
                     break
                 for driver in self.drivers:
+                    t0 = clock_read()
                     driver.after_tick(self.ctx.period)
+                    spent = clock_read() - t0
+                    loop.driver_step[driver.name] += spent
+                    loop.add("drivers step", spent)
                 clock.wait_next()
         except (KeyboardInterrupt, Interrupted) as exc:
             reason = "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"
@@ -202,6 +220,8 @@ class Executive:
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses)
+        loop.stop()
+        self._sim_time_s = clock.now
         summary = self._summary(status, reason, clock, tick_times, phases, started)
         recorder.write({"type": "footer", "summary": summary, "node_tick_us": self._timer.report_us(),
                         "error": error})
@@ -226,11 +246,13 @@ class Executive:
     def _tick(self, now: float) -> float:
         """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms."""
         self.ctx.now = now
+        started = time.perf_counter()
         self.injector.before_tick(now)
         active = self.injector.active
         if [f["id"] for f in active] != self._active_faults:
             self._active_faults = [f["id"] for f in active]
             self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+        read = time.perf_counter()
         self._read_drivers(now)
         t0 = time.perf_counter()
         if self.supervisor.recovering is None:
@@ -238,17 +260,24 @@ class Executive:
         else:
             assert self.recovery is not None
             self.recovery.root.tick_once()
-        return (time.perf_counter() - t0) * 1e3
+        ticked = time.perf_counter()
+        self.loop_times.add("faults", read - started)
+        self.loop_times.add("drivers read", t0 - read)
+        self.loop_times.add("tree tick", ticked - t0)
+        return (ticked - t0) * 1e3
 
     def _read_drivers(self, now: float) -> None:
         for driver in self.drivers:
+            t0 = time.perf_counter()
             try:
                 readings = driver.read(now)
             except DriverDisconnected as exc:  # its blackboard values go stale
+                self.loop_times.driver_read[driver.name] += time.perf_counter() - t0
                 if driver.name not in self._disconnected:
                     self._disconnected.add(driver.name)
                     self.ctx.event("driver_disconnected", driver=driver.name, error=str(exc))
                 continue
+            self.loop_times.driver_read[driver.name] += time.perf_counter() - t0
             if driver.name in self._disconnected:
                 self._disconnected.discard(driver.name)
                 self.ctx.event("driver_reconnected", driver=driver.name)
@@ -380,6 +409,25 @@ class Executive:
             "recorded_keys": model.record.keys,
             "phases": model.phases,
         }
+
+    def profile(self) -> dict[str, Any]:
+        """Where the wall time of the last ``run()`` went (``orbitree.runtime.profile``): the loop's
+        parts, each driver's read and step, each node's self time in the tree's tick, each
+        simulated camera's rendering and each leaf's offloaded work (perception)."""
+        timer = self._timer
+        nodes = [(int(i), self._nodes[i].name, float(timer.total[i]), int(timer.count[i]))
+                 for i in np.flatnonzero(timer.count)]
+        cameras = {}
+        if self.ctx.world is not None:
+            for name, camera in self.ctx.world.cameras.items():
+                cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside)
+        workers = {}
+        for node in self._nodes:
+            for value in vars(node).values():
+                if isinstance(value, Offload):
+                    workers[value.name] = (value.jobs, value.busy_s, value.threaded)
+        ticks = int(timer.count[0]) if len(timer.count) else 0
+        return wall_profile(self.loop_times, nodes, cameras, workers, self._sim_time_s, ticks)
 
     def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
         times = np.asarray(tick_times) if tick_times else np.zeros(1)
