@@ -25,7 +25,7 @@ IDEAL = SensorModel(exposure=1.0, gradient=(0.0, 0.0), vignetting=0.0, blur_sigm
 
 def flagship_world(standoff_mm: float, *overrides: str):
     """The flagship's world with the tool ``standoff_mm`` short of docked (the paper aims at
-    1.5 mm, the flagship's final approach at 4.5 mm)."""
+    1.5 mm, the flagship's final approach at 5 mm)."""
     start = f"robots.arm.start={{target: sirom, offset: {{xyz: [0, 0, {standoff_mm} mm]}}}}"
     return Executive(load_mission(MISSION, [start, *overrides])).ctx.world
 
@@ -61,7 +61,7 @@ def corner_pixels(world) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("standoff_mm", "hidden_count", "in_view", "markers_seen"),
-                         [(1.5, 12, 0, []), (4.5, 12, 0, []), (14.0, 8, 4, [0]), (25.0, 3, 12, [0]),
+                         [(1.5, 12, 0, []), (5.0, 12, 0, []), (14.0, 8, 4, [0]), (25.0, 3, 12, [0]),
                           (42.0, 0, 12, [0, 1, 2])],
                          ids=["paper-aim", "flagship-aim", "14-mm-out", "25-mm-out", "pre-dock"])
 def test_the_tool_hides_the_board_corners_it_stands_in_front_of(standoff_mm, hidden_count, in_view, markers_seen):

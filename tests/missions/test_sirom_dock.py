@@ -68,8 +68,9 @@ def test_seed_misalignment_converges_captures_inside_envelope_and_seats_with_a_r
     assert set(summary["phase_s"]) == {"search", "approach", "capture", "dock", "abandon"}
     assert summary["phase_s"]["abandon"] == 0.0
     # the hooks' stroke takes 1 s; complying at F/D (60 N / 24000 N·s/m = 2.5 mm/s) the arm
-    # follows them in: the capture takes a little longer, and its peak is the hooks' pull
-    assert summary["phase_s"]["approach"] > 5.0 and 1.0 <= summary["phase_s"]["capture"] < 3.0
+    # follows them in from the 5 mm aim (7 mm by ground truth: 2.8 s), after the hooks' 0.4 s
+    # swing, with up to ~0.7 s more where petals slide off a chamfer; its peak is the hooks' pull
+    assert summary["phase_s"]["approach"] > 5.0 and 1.0 <= summary["phase_s"]["capture"] < 5.0
     assert summary["capture_peak_force_n"] < 75.0 and summary["true_max_contact_force_n"] < 65.0
     # the target was placed by --set: the tool ends on it (ground truth seen through the log)
     seated = np.array(_last(log, "/robot/arm/tcp_pose"))

@@ -73,7 +73,8 @@ def test_a_sample_of_the_sweep_docks_at_both_ends_of_the_range(case, tmp_path):
     # the tool: the peak on the tool stays at the hooks' pull, soft or stiff
     assert summary["true_max_contact_force_n"] < 65.0
     assert summary["capture_peak_force_n"] < 75.0  # the filtered wrist reading: 60 N and the noise
-    assert 1.0 <= summary["phase_s"]["capture"] < 3.0 and summary["phase_s"]["dock"] < 6.0
+    # from the final approach's 5 mm aim (~7 mm by ground truth) at F/D: under 5 s
+    assert 1.0 <= summary["phase_s"]["capture"] < 5.0 and summary["phase_s"]["dock"] < 6.0
     print(f"\n{case}: capture {summary['phase_s']['capture']:.2f} s, dock {summary['phase_s']['dock']:.2f} s, "
           f"peak on the tool {summary['true_max_contact_force_n']:.1f} N")
 
@@ -88,8 +89,13 @@ def test_a_dock_damped_for_a_soft_contact_stops_on_a_stiff_one_and_says_why(tmp_
                            [START, "robots.arm.contact.stiffness=1000 N/mm", light, "max_duration=60 s"])
     assert _dock(mission).params.damping[0] == 2000.0
     result = Executive(mission, log_path=str(tmp_path / "run.jsonl")).run()
-    assert result.status == "FAILURE"
-    assert result.reason == "tree returned FAILURE: mission > abandon > docking abandoned"
+    # the dock stops itself; when the diverging reading in that tick also crosses the monitor's
+    # 120 N (across axes: each saturates at 100 N), the monitor aborts to the same safe retreat
+    if result.status == "FAILURE":
+        assert result.reason == "tree returned FAILURE: mission > abandon > docking abandoned"
+    else:
+        assert result.status == "ABORTED" and result.reason.startswith("safety: arm: wrist force")
+        assert result.reason.endswith("recovery 'safe retreat' SUCCESS")
     stop = result.summary["dock_stopped"]
     assert stop.startswith("contact force") and "the admittance loop does not hold this contact" in stop
     assert result.summary["phase_s"]["dock"] < 0.5  # two readings over 80 N: stopped within ticks
