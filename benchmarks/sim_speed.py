@@ -3,11 +3,14 @@
 Runs the docking mission from the example misalignment of the SIROM self-coupling paper ([SIROM]
 in the README's Sources) on the simulated clock, as fast as the CPU allows, several times, and
 prints per run the mission time, the wall time and their ratio (above 1: faster than real time),
-then the medians. A second table splits the wall time
-of one run by where it goes (rendering, marker detection and pose estimation, contact model,
-everything else), measured with cProfile on a separate run so the timed runs stay unperturbed.
+then the medians, with each run's final error (the docking error the mission ends with: same
+seed, same errors, whatever the speed). On Linux it pins itself to one core (``--core``, default
+0; ``--core -1``: no pinning), so the figure is "times real time on one core". A second table
+splits the wall time of one run by where it goes (rendering, perception: the BoardTracker's
+update or a full estimate_board_pose, contact model, the tree's tick), measured with cProfile on a
+separate run so the timed runs stay unperturbed.
 
-    python benchmarks/sim_speed.py [--runs 3] [--no-profile]
+    python benchmarks/sim_speed.py [--runs 3] [--no-profile] [--core N]
 """
 
 from __future__ import annotations
@@ -25,19 +28,20 @@ from orbitree.runtime.executive import Executive
 
 MISSION = Path(__file__).resolve().parents[1] / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
-PARTS = {  # cumulative time of these functions, by part
-    "render (sim camera)": ("sim_camera.py", "render"),
-    "perception (detect, refine, PnP)": ("board.py", "estimate_board_pose"),
-    "contact model": ("contact.py", "solve_contact"),
-    "tree tick (leaves, perception included)": ("executive.py", "_tick_tree"),
+PARTS = {  # cumulative time of these functions, by part (several: summed, none nests another)
+    "render (sim camera)": (("sim_camera.py", "render"),),
+    "perception (tracker / full estimate)": (("board.py", "update"), ("board.py", "estimate_board_pose")),
+    "contact model": (("contact.py", "solve_contact"),),
+    "tree tick (leaves, perception included)": (("executive.py", "_tick_tree"),),
 }
 
 
-def run_once(seed: int) -> tuple[float, float, str]:
+def run_once(seed: int) -> tuple[float, float, str, dict]:
     mission = load_mission(MISSION, [SEED_START, *(["max_duration=1 s"] if SMOKE else [])])
     started = time.perf_counter()
     result = Executive(mission, seed=seed).run()
-    return result.summary["sim_time_s"], time.perf_counter() - started, result.status
+    return (result.summary["sim_time_s"], time.perf_counter() - started, result.status,
+            result.summary.get("final_error") or {})
 
 
 def profile_once() -> dict[str, float]:
@@ -49,9 +53,17 @@ def profile_once() -> dict[str, float]:
     total = time.perf_counter() - started
     stats = pstats.Stats(profiler).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
     parts = {"total": total}
-    for label, (file, name) in PARTS.items():
-        parts[label] = sum(v[3] for k, v in stats.items() if k[0].endswith(file) and k[2] == name)
+    for label, functions in PARTS.items():
+        parts[label] = sum(v[3] for k, v in stats.items() for file, name in functions
+                           if k[0].endswith(file) and k[2] == name)
     return parts
+
+
+def _error(final: dict) -> str:
+    """The final error as 'xyz mm / angle deg' (the summary's final_error, whatever its keys)."""
+    if not final:
+        return "-"
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in final.items())
 
 
 # ORBITREE_BENCH_SMOKE=1: one short repetition, to check the command works (README's commands
@@ -62,15 +74,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1 if SMOKE else 3)
     parser.add_argument("--no-profile", action="store_true", default=SMOKE)
+    parser.add_argument("--core", type=int, default=0, help="CPU to pin to (Linux); -1: no pinning")
     args = parser.parse_args()
+    if args.core >= 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {args.core})
+        print(f"pinned to CPU {args.core}")
     sims, walls, ratios = [], [], []
-    print(f"{'run':>4} {'status':>8} {'sim s':>8} {'wall s':>8} {'sim/wall':>9}")
+    print(f"{'run':>4} {'status':>8} {'sim s':>8} {'wall s':>8} {'sim/wall':>9}  final error")
     for i in range(args.runs):
-        sim, wall, status = run_once(seed=i + 1)
+        sim, wall, status, final = run_once(seed=i + 1)
         sims.append(sim)
         walls.append(wall)
         ratios.append(sim / wall)
-        print(f"{i + 1:>4} {status:>8} {sim:>8.2f} {wall:>8.2f} {sim / wall:>9.2f}")
+        print(f"{i + 1:>4} {status:>8} {sim:>8.2f} {wall:>8.2f} {sim / wall:>9.2f}  {_error(final)}")
     print(f"median: sim {statistics.median(sims):.2f} s, wall {statistics.median(walls):.2f} s, "
           f"sim/wall {statistics.median(ratios):.2f}")
     if not args.no_profile:

@@ -25,6 +25,13 @@ A real camera's timing and lens (all off by default, so a bare ``SimCamera`` is 
   meanwhile); ``stamp_jitter_s``: its stamp is the mid-exposure instant plus a Gaussian error
   of that standard deviation (truncated at 3 sigma), from a timing generator of the seed.
 
+``render_beside()`` (the executive calls it when the loop is paced by the wall clock) moves the
+rendering into a thread of the camera's own: at each frame's capture ``read`` takes the poses of
+the camera and of every object (the exposure's instants) and returns at once; the thread renders
+the image, and the frame is handed out once it is rendered and its latency has passed, as a real
+camera exposes and transfers while the computer does other work. The images are the same as
+rendered in line (one thread renders frames in order from the same generator).
+
 Ground truth never travels with the image: ``read()`` returns only a :class:`Frame` (image,
 stamp, camera name, frame counter); tests and the sim world ask ``ground_truth_board2cam(name)``
 or ``project_marker_corners(name)`` explicitly.
@@ -45,8 +52,11 @@ three supersampled markers at close range.
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -59,6 +69,7 @@ from orbitree.drivers.sim_render import RayTable, premultiplied, render_patch
 from orbitree.drivers.sim_scene import (
     PoseSource,
     SceneObject,
+    approach_views,
     board_object,
     random_board_view,
     resolve_pose,
@@ -75,6 +86,7 @@ __all__ = [
     "SceneObject",
     "SensorModel",
     "SimCamera",
+    "approach_views",
     "board_object",
     "board_scene_camera",
     "default_intrinsics",
@@ -181,9 +193,12 @@ class SimCamera:
         self.cam2tool = None if cam2tool is None else np.array(cam2tool, dtype=np.float64)
         self._timing_rng = np.random.default_rng([seed, 1])
         self._history: deque[tuple[float, np.ndarray]] = deque()
-        self._in_flight: deque[tuple[float, Frame]] = deque()
+        self._in_flight: deque[tuple[float, Frame | Future]] = deque()
+        self._renderer: ThreadPoolExecutor | None = None
+        self._render_lock = threading.Lock()
         self._centres: dict[int, np.ndarray] = {}
         self.last_blur_px = 0.0  # length of the last frame's motion blur (for tests)
+        self.frames_rendered, self.render_s = 0, 0.0  # images rendered, wall time spent on them
         self.sensor = sensor or SensorModel()
         self.objects: list[SceneObject] = []
         self.occluders: list[ImageOccluder] = []
@@ -205,7 +220,16 @@ class SimCamera:
         self._ray_table()
 
     def shutdown(self) -> None:
-        """Nothing to release; safe to call any number of times."""
+        """Stop the rendering thread, if any; safe to call any number of times."""
+        renderer, self._renderer = self._renderer, None
+        if renderer is not None:
+            renderer.shutdown(wait=True, cancel_futures=True)
+        self._in_flight.clear()
+
+    def render_beside(self) -> None:
+        """Render frames in a thread of the camera's own from now on (see the module docstring)."""
+        if self._renderer is None:
+            self._renderer = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name} render")
 
     def read(self) -> Frame | None:
         """Render the scene at the current time; None between frames (see ``frame_rate_hz``)
@@ -219,21 +243,30 @@ class SimCamera:
                 self._last_frame_index = index
         if capture:
             frame = self._capture(now)
-            if self.latency_s == 0.0:
+            if self.latency_s == 0.0 and isinstance(frame, Frame):
                 return frame
             self._in_flight.append((now + self.latency_s, frame))
         due = None
         while self._in_flight and self._in_flight[0][0] <= now + 1e-9:
-            due = self._in_flight.popleft()[1]  # an older frame due at once is dropped
+            item = self._in_flight[0][1]
+            if isinstance(item, Future):
+                if item.cancelled():
+                    self._in_flight.popleft()
+                    continue
+                if not item.done():
+                    break  # still being rendered: handed out on a later read
+                item = item.result()
+            self._in_flight.popleft()
+            due = item  # an older frame due at once is dropped
         return due
 
-    def _capture(self, now: float) -> Frame:
-        """One exposure ending at ``now``: rendered at its middle, smeared by the motion."""
+    def _capture(self, now: float) -> Frame | Future:
+        """One exposure ending at ``now``: rendered at its middle, smeared by the motion (a
+        Future of the frame when rendering beside)."""
         mid = now - 0.5 * self.exposure_s
         motion = None
         if self.exposure_s > 0.0:
             motion = (self._pose_at(now - self.exposure_s), self._pose_at(now))
-        image = self.render(self._pose_at(mid), motion)
         stamp = mid
         if self.stamp_jitter_s > 0.0:
             error = self._timing_rng.normal()
@@ -241,7 +274,16 @@ class SimCamera:
                 error = self._timing_rng.normal()
             stamp += self.stamp_jitter_s * error
         self._frame_count += 1
-        return Frame(image, stamp, {"camera": self.name, "frame": self._frame_count})
+        meta = {"camera": self.name, "frame": self._frame_count}
+        cam2world = self._pose_at(mid)
+        if self._renderer is None:
+            return Frame(self.render(cam2world, motion), stamp, meta)
+        poses = {id(obj): obj.pose() for obj in self.objects}  # the scene as it is now
+        for _, waiting in self._in_flight:  # a frame not yet started is overwritten, not queued
+            if isinstance(waiting, Future):
+                waiting.cancel()
+        return self._renderer.submit(
+            lambda: Frame(self.render(cam2world, motion, object_poses=poses), stamp, meta))
 
     # -- clock and poses -------------------------------------------------------------------
     def step(self, t: float) -> None:
@@ -313,10 +355,25 @@ class SimCamera:
     def render(
         self, cam2world: np.ndarray | None = None,
         motion: tuple[np.ndarray, np.ndarray] | None = None,
+        object_poses: dict[int, np.ndarray] | None = None,
     ) -> np.ndarray:
         """One noisy 8-bit grey image (H, W) of the scene from ``cam2world`` (default: the
         current camera pose); ``motion``, the camera poses at the exposure's start and end,
-        smears the scene (not what moves with the camera) along its projected motion."""
+        smears the scene (not what moves with the camera) along its projected motion;
+        ``object_poses`` (``id(object)`` -> body2world) replaces the objects' own poses."""
+        with self._render_lock:  # one image at a time (the caches and the noise generator)
+            t0 = time.perf_counter()
+            image = self._render(cam2world, motion, object_poses or {})
+            self.frames_rendered += 1
+            self.render_s += time.perf_counter() - t0
+            return image
+
+    @property
+    def renders_beside(self) -> bool:
+        """True once ``render_beside()`` moved rendering into the camera's own thread."""
+        return self._renderer is not None
+
+    def _render(self, cam2world, motion, object_poses) -> np.ndarray:
         intr = self.lens
         canvas = np.full((intr.height, intr.width), self.background_albedo, np.float32)
         cam2world = self.cam2world() if cam2world is None else cam2world
@@ -324,20 +381,21 @@ class SimCamera:
         objects = sorted(self.objects, key=lambda o: o.layer)
         for obj in objects:
             if not obj.on_camera:
-                self._paint(canvas, obj, world2cam)
+                self._paint(canvas, obj, world2cam, object_poses.get(id(obj)))
         self.last_blur_px = 0.0
         if motion is not None:
-            canvas = self._motion_blur(canvas, motion)
+            canvas = self._motion_blur(canvas, motion, object_poses)
         for obj in objects:
             if obj.on_camera:
-                self._paint(canvas, obj, world2cam)
+                self._paint(canvas, obj, world2cam, object_poses.get(id(obj)))
         for occ in self.occluders:
             pts = np.round(np.asarray(occ.polygon) * 16).astype(np.int32)
             cv2.fillPoly(canvas, [pts], float(occ.albedo), cv2.LINE_8, shift=4)
         return self._expose(canvas)
 
-    def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray) -> None:
-        body2cam = world2cam @ obj.pose()
+    def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
+               body2world: np.ndarray | None = None) -> None:
+        body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
         patches = obj.patches
         if obj.sort_patches:  # painter's order: farthest patch centre first
             centres = self._centres.get(id(obj))
@@ -353,14 +411,16 @@ class SimCamera:
                 )
             render_patch(canvas, patch, body2cam, table, self._project)
 
-    def _motion_blur(self, canvas: np.ndarray, motion: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    def _motion_blur(self, canvas: np.ndarray, motion: tuple[np.ndarray, np.ndarray],
+                     object_poses: dict[int, np.ndarray]) -> np.ndarray:
         """Smear ``canvas`` along the image motion, over the exposure, of the first target in
         front of the camera (its origin), or of the point 1 m along the optical axis."""
         start, end = motion
         point = end[:3, :3] @ np.array([0.0, 0.0, 1.0]) + end[:3, 3]
         for obj in sorted(self.objects, key=lambda o: o.layer, reverse=True):
             if obj.board is not None:
-                origin = obj.pose()[:3, 3]
+                pose = object_poses.get(id(obj))
+                origin = (obj.pose() if pose is None else pose)[:3, 3]
                 if (np.linalg.inv(end) @ np.append(origin, 1.0))[2] > 0.05:
                     point = origin
                     break

@@ -58,6 +58,12 @@ class Patch:
     marker_id : the ArUco id printed on the patch, if any.
     normal : outward normal (3,) in the body frame of a face of a solid: the patch is drawn only
         from the side it faces (back faces culled); None: seen from both sides.
+    polygon : (N, 2) plane coordinates of a uniform convex polygon of albedo ``albedo`` (a
+        face): when it lies wholly in front of the camera and in view it is filled directly in
+        the image (its projected outline, edges through the lens, coverage from a 4x4 fill of
+        its bounding box) instead of sampling the texture, which stays for the other cases.
+    smooth : the texture varies slowly at the pixel scale (a table top's mottling): a patch
+        that covers much of the image is sampled at half resolution and enlarged.
     """
 
     levels: tuple[np.ndarray, ...]
@@ -66,6 +72,9 @@ class Patch:
     supersample: int = 4
     marker_id: int | None = None
     normal: np.ndarray | None = None
+    polygon: np.ndarray | None = None
+    albedo: float = 0.0
+    smooth: bool = False
     outline_plane: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -82,7 +91,7 @@ class Patch:
     def with_levels(self, levels: tuple[np.ndarray, ...]) -> Patch:
         """The same geometry with another texture pyramid (same level-0 size)."""
         return Patch(levels, self.tex2plane, self.plane2body, self.supersample, self.marker_id,
-                     self.normal)
+                     self.normal, self.polygon, self.albedo, self.smooth)
 
     def centre_body(self) -> np.ndarray:
         """(3,) centre of the texture's outline in the body frame (for painter's sorting)."""
@@ -204,7 +213,7 @@ def polygon_patch(
     texture = premultiplied(np.full((h, w), albedo, np.float32), alpha)
     tex2plane = np.array([[1.0 / scale[0], 0.0, low[0]], [0.0, 1.0 / scale[1], low[1]], [0.0, 0.0, 1.0]])
     plane2body = np.column_stack([e1, e2, origin])
-    return Patch((texture,), tex2plane, plane2body, 1, None, normal)
+    return Patch((texture,), tex2plane, plane2body, 1, None, normal, st, float(albedo))
 
 
 @dataclass
@@ -299,6 +308,9 @@ def render_patch(
         return
     if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
         return  # crosses the camera's plane but the part in front is out of view
+    if patch.polygon is not None:
+        _fill_face(canvas, patch, plane2cam, table, project)
+        return
     height, width = canvas.shape
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
@@ -327,6 +339,10 @@ def render_patch(
     ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
     rays = table.rays[y0:y1, x0:x1]
     h, w = rays.shape[:2]
+    half = patch.smooth and k == 1 and h * w >= SMOOTH_MIN_PIXELS
+    if half:  # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly below
+        h2, w2 = (h + 1) // 2, (w + 1) // 2
+        rays = cv2.resize(table.rays[y0:y0 + 2 * h2, x0:x0 + 2 * w2], (w2, h2), interpolation=cv2.INTER_AREA)
     if k > 1:
         rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
     if in_front.all() or _rays_all_in_front(table, plane2cam):  # no horizon in view
@@ -341,12 +357,80 @@ def render_patch(
     )
     if k > 1:
         sample = cv2.resize(sample, (w, h), interpolation=cv2.INTER_AREA)
+    if half:
+        sample = cv2.resize(sample, (2 * w2, 2 * h2), interpolation=cv2.INTER_LINEAR)[:h, :w]
     roi = canvas[y0:y1, x0:x1]
     if opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
         np.copyto(roi, sample, where=~np.isnan(sample))
     else:
         roi *= 1.0 - sample[..., 1]
         roi += sample[..., 0]
+
+
+POLYGON_SUPERSAMPLE = 4
+SMOOTH_MIN_PIXELS = 128 * 128  # a smooth patch smaller than this in the image is sampled whole
+
+
+def _fill_face(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, table: RayTable,
+               project: Callable[[np.ndarray], np.ndarray]) -> None:
+    """A uniform polygon patch filled in the image: clipped to the near plane, then, as rays
+    (x/z, y/z: a convex polygon stays one), to the camera's ray box grown by 10 % (where the
+    lens model holds; the cut edges fall outside the image), its edges sampled 8 times each
+    so they bend through the lens as the texture path would draw them."""
+    polygon_cam = patch.polygon @ plane2cam[:, :2].T + plane2cam[:, 2]
+    if not np.all(polygon_cam[:, 2] > NEAR_Z_M):
+        polygon_cam = _clip_near(polygon_cam)
+        if len(polygon_cam) < 3:
+            return
+    rays = polygon_cam[:, :2] / polygon_cam[:, 2:3]
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    rays = _clip_box(rays, table.rays_min - grow, table.rays_max + grow)
+    if len(rays) < 3:
+        return
+    _fill_polygon(canvas, project(_outline_samples(np.column_stack([rays, np.ones(len(rays))]), 8)),
+                  patch.albedo)
+
+
+def _clip_box(polygon: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The part (M, 2) of a convex polygon (N, 2) inside the box [low, high] (Sutherland-Hodgman)."""
+    if np.all((polygon >= low) & (polygon <= high)):
+        return polygon
+    for axis in (0, 1):
+        for bound, sign in ((low[axis], 1.0), (high[axis], -1.0)):
+            if len(polygon) == 0:
+                return polygon
+            inside = sign * (polygon[:, axis] - bound) >= 0
+            out = []
+            for i in range(len(polygon)):
+                a, b = polygon[i], polygon[(i + 1) % len(polygon)]
+                a_in, b_in = inside[i], inside[(i + 1) % len(polygon)]
+                if a_in:
+                    out.append(a)
+                if a_in != b_in:
+                    out.append(a + (bound - a[axis]) / (b[axis] - a[axis]) * (b - a))
+            polygon = np.array(out).reshape(-1, 2)
+    return polygon
+
+
+def _fill_polygon(canvas: np.ndarray, outline_px: np.ndarray, albedo: float) -> None:
+    """Composite a uniform polygon (outline (N, 2) distorted pixels, in order) over ``canvas``:
+    its coverage of each pixel from a fill of the bounding box at 4x4 samples a pixel, area
+    averaged; the cost goes with the polygon's area in the image."""
+    height, width = canvas.shape
+    x0, y0 = np.maximum(np.floor(outline_px.min(axis=0)).astype(int) - 1, 0)
+    x1, y1 = np.minimum(np.ceil(outline_px.max(axis=0)).astype(int) + 2, [width, height])
+    if x0 >= x1 or y0 >= y1:
+        return
+    k = POLYGON_SUPERSAMPLE
+    big = np.zeros(((y1 - y0) * k, (x1 - x0) * k), np.uint8)
+    # a fine sample's centre at fine index i is at pixel (i + 0.5) / k - 0.5
+    fine = ((outline_px - [x0, y0] + 0.5) * k - 0.5) * 16
+    cv2.fillPoly(big, [np.round(fine).astype(np.int32)], 255, cv2.LINE_8, shift=4)
+    alpha = cv2.resize(big, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+    alpha = alpha.astype(np.float32) * np.float32(1.0 / 255.0)
+    roi = canvas[y0:y1, x0:x1]
+    roi *= 1.0 - alpha
+    roi += np.float32(albedo) * alpha
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:

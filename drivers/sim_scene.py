@@ -148,9 +148,12 @@ def board_object(
 def table_object(
     table2world: PoseSource, rng: np.random.Generator, size_m: float = 1.5
 ) -> SceneObject:
-    """A square table top (z up) of side ``size_m`` centred on ``table2world``."""
-    return SceneObject("table", [rect_patch(table_texture(rng), size_m, size_m, np.eye(4), 1)],
-                       table2world, layer=LAYER_TABLE)
+    """A square table top (z up) of side ``size_m`` centred on ``table2world``; its mottling
+    (texels of 3-6 mm, grain blurred over one) is smooth at the pixel scale, so it is sampled at
+    half resolution (``Patch.smooth``)."""
+    patch = rect_patch(table_texture(rng), size_m, size_m, np.eye(4), 1)
+    patch = Patch(patch.levels, patch.tex2plane, patch.plane2body, 1, smooth=True)
+    return SceneObject("table", [patch], table2world, layer=LAYER_TABLE)
 
 
 def random_board_view(
@@ -199,3 +202,30 @@ def random_board_view(
         if inside.all():
             return board2cam
     raise RuntimeError("no board view found inside the image; range or tilt too large")
+
+
+def approach_views(
+    n: int,
+    start_m: float = 0.55,
+    end_m: float = 0.15,
+    offset_m: tuple[float, float] = (0.06, -0.04),
+    tilt_deg: tuple[float, float] = (35.0, 5.0),
+    roll_deg: tuple[float, float] = (25.0, 0.0),
+) -> list[np.ndarray]:
+    """``n`` camera poses ``cam2board`` (4, 4) of a straight approach to a board at the origin
+    (z up): the camera starts ``start_m`` from the board, off its axis by ``offset_m`` (x, y) and
+    tilted by ``tilt_deg[0]`` about x and rolled by ``roll_deg[0]`` about its optical axis, and
+    ends ``end_m`` away, centred, tilted ``tilt_deg[1]`` and rolled ``roll_deg[1]`` (linear in
+    between): the frames a camera sees while a visual servo closes in."""
+    views = []
+    for s in np.linspace(0.0, 1.0, n):
+        distance = start_m + s * (end_m - start_m)
+        tilt = np.radians(tilt_deg[0] + s * (tilt_deg[1] - tilt_deg[0]))
+        roll = np.radians(roll_deg[0] + s * (roll_deg[1] - roll_deg[0]))
+        look = Rotation.from_euler("x", np.pi) * Rotation.from_euler("x", tilt) * Rotation.from_euler("z", roll)
+        cam2board = np.eye(4)
+        cam2board[:3, :3] = look.as_matrix()
+        centre = np.array([(1 - s) * offset_m[0], (1 - s) * offset_m[1], 0.0])
+        cam2board[:3, 3] = centre - distance * cam2board[:3, 2]  # the optical axis through centre
+        views.append(cam2board)
+    return views

@@ -81,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--realtime", action="store_true", help="pace the simulated clock to the wall clock"
     )
+    run.add_argument(
+        "--profile", type=Path, metavar="FILE",
+        help="write where the wall time went (loop parts, drivers, rendering, perception, nodes) "
+             "to FILE as JSON and print a short table",
+    )
     _web_options(run)
     run.add_argument(
         "--hold", action="store_true", help="web view: keep serving after the run until Ctrl-C"
@@ -307,6 +312,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.summary:
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
+    if args.profile:
+        from orbitree.runtime.profile import format_profile
+
+        profile = executive.profile()
+        args.profile.parent.mkdir(parents=True, exist_ok=True)
+        args.profile.write_text(json.dumps(profile, indent=2) + "\n", encoding="utf-8")
+        print(format_profile(profile))
     s = result.summary
     line = f"{mission.name}: {result.status} ({result.reason}) after {s['sim_time_s']:.3f} s, {s['ticks']} ticks"
     print(line)

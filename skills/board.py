@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import cv2
@@ -99,6 +100,7 @@ __all__ = [
     "BoardEstimatorConfig",
     "BoardModel",
     "BoardPose",
+    "BoardTracker",
     "aruco_board_from_corners",
     "board_model_from_corners",
     "detect_board_markers",
@@ -145,6 +147,10 @@ class BoardEstimatorConfig:
         solved again when its own RMS reprojection error exceeds this and 3x the median of the
         others.
     min_markers : fewer detected board markers give None.
+    ecc_max_side_px : "ecc" aligns a marker wider than this on its window shrunk to this size
+        (None: at full size; see ``refine_ecc``); :class:`BoardTracker` uses 32 px.
+    ecc_coarse_first, ecc_eps : ECC's coarse pass before the fine one for every marker (False:
+        only where the fine pass alone fails) and its convergence threshold (``refine_ecc``).
     """
 
     detector_refinement: DetectorRefinement = "subpix"
@@ -158,6 +164,9 @@ class BoardEstimatorConfig:
     ambiguity_ratio: float = 1.5
     max_marker_rms_px: float = 1.0
     min_markers: int = 1
+    ecc_max_side_px: float | None = None
+    ecc_coarse_first: bool = True
+    ecc_eps: float = 1e-5
 
     def __post_init__(self) -> None:
         choices = {
@@ -245,11 +254,18 @@ def refine_corners(
     camera_matrix: np.ndarray,
     dist_coeffs: np.ndarray | None,
     config: BoardEstimatorConfig,
+    templates: dict | None = None,
+    correlations: list | None = None,
 ) -> list[np.ndarray]:
-    """Configured corner refinement; (4, 2) corners in ideal (undistorted) pixels."""
+    """Configured corner refinement; (4, 2) corners in ideal (undistorted) pixels.
+    ``templates``: a dict kept between calls, where ECC caches its marker templates;
+    ``correlations``: a list that receives ECC's per-marker correlations (see ``refine_ecc``)."""
     if config.corner_refinement == "ecc":
         return refine_ecc(gray, quads, ids.tolist(), board.getDictionary(), camera_matrix,
-                          dist_coeffs, white_margin_cells=config.ecc_white_margin_cells)
+                          dist_coeffs, white_margin_cells=config.ecc_white_margin_cells,
+                          templates=templates, max_side_px=config.ecc_max_side_px,
+                          coarse_first=config.ecc_coarse_first, eps=config.ecc_eps,
+                          correlations=correlations)
     if config.corner_refinement == "cornersubpix":
         return refine_corner_subpix(gray, quads, camera_matrix, dist_coeffs)
     if config.corner_refinement == "edgelines":
@@ -260,6 +276,13 @@ def refine_corners(
 
 
 def _is_planar(points: np.ndarray) -> bool:
+    return _is_planar_cached(points.tobytes(), points.shape[0])
+
+
+@lru_cache(maxsize=64)
+def _is_planar_cached(data: bytes, n: int) -> bool:
+    """(A board's points come back frame after frame: the SVD is done once per point set.)"""
+    points = np.frombuffer(data, dtype=np.float64).reshape(n, 3)
     centred = points - points.mean(axis=0)
     sv = np.linalg.svd(centred, compute_uv=False)
     return bool(sv[-1] <= 1e-6 * sv[0])
@@ -354,9 +377,42 @@ def estimate_board_pose(
     gray = to_gray(image)
     detector = detector or make_detector(board, config)
     quads, ids = detect_board_markers(gray, board, camera_matrix, dist_coeffs, detector, config)
+    return _pose_from_markers(gray, quads, ids, board, camera_matrix, dist_coeffs, config,
+                              prior_board2cam, corner_noise_px, rng)
+
+
+def _pose_from_markers(
+    gray: np.ndarray,
+    quads: list[np.ndarray],
+    ids: np.ndarray,
+    board: cv2.aruco.Board,
+    camera_matrix: np.ndarray,
+    dist_coeffs: np.ndarray | None,
+    config: BoardEstimatorConfig,
+    prior_board2cam: np.ndarray | None,
+    corner_noise_px: float,
+    rng: np.random.Generator | None,
+    templates: dict | None = None,
+) -> BoardPose | None:
+    """Steps 2-4 of the pipeline on detected markers (quads in distorted pixels)."""
     if len(ids) < max(config.min_markers, 1):
         return None
-    ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config)
+    ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config, templates)
+    return _pose_from_ideal(ideal, ids, board, camera_matrix, config, prior_board2cam,
+                            corner_noise_px, rng)
+
+
+def _pose_from_ideal(
+    ideal: list[np.ndarray],
+    ids: np.ndarray,
+    board: cv2.aruco.Board,
+    camera_matrix: np.ndarray,
+    config: BoardEstimatorConfig,
+    prior_board2cam: np.ndarray | None,
+    corner_noise_px: float,
+    rng: np.random.Generator | None,
+) -> BoardPose | None:
+    """Steps 3-4 of the pipeline on refined corners (ideal pixels)."""
     if corner_noise_px > 0.0:
         rng = rng if rng is not None else np.random.default_rng()
         ideal = [q + rng.normal(0.0, corner_noise_px, q.shape) for q in ideal]
@@ -405,3 +461,223 @@ def _solve_markers(
     proj, _ = cv2.projectPoints(obj, rvec, board2cam[:3, 3], camera_matrix, None)
     sq = np.sum((proj.reshape(-1, 2) - img) ** 2, axis=1).reshape(-1, 4)
     return board2cam, rms, ratio, np.sqrt(sq.mean(axis=1))
+
+
+TRACKER_CONFIG = BoardEstimatorConfig(ecc_max_side_px=32.0, ecc_coarse_first=False, ecc_eps=1e-3)
+"""The tracker's default configuration: ECC on markers shrunk to at most 32 px (28 px loses
+accuracy), the fine pass alone from the starting corners (the coarse one only where it fails),
+stopping at a correlation gain of 1e-3: on 60 approach frames and 100 near and 100 far random
+views, median / p95 errors equal to or below the full search's (0.04 / 0.06-0.14 mm against
+0.05-0.08 / 0.09-0.15 mm) at a third to a fifth of ECC's time per frame."""
+
+
+class BoardTracker:
+    """Board pose frame after frame, searching where the board should be (ArUco3's idea).
+
+    ``BoardTracker(board, camera_matrix, dist_coeffs)``; ``update(image, prior=None)`` returns a
+    :class:`BoardPose` or None, like :func:`estimate_board_pose` on the same image; ``reset()``
+    forgets the track.
+
+    Romero-Ramirez, Muñoz-Salinas and Medina-Carnicer (Image and Vision Computing 2018, "Speeded
+    up detection of squared fiducial markers"; [ArUco3] in the README's Sources) make detection
+    fast in video by looking for markers only where the previous frame had them and by choosing
+    the adaptive-threshold window from the markers' expected size instead of trying several.
+    Here: the board's markers (with their quiet zone) are projected with the predicted pose
+    (``prior``, e.g. the last pose carried by the arm's motion since; else the last pose), their
+    bounding box grown by ``roi_margin`` of its size (and at least ``min_margin_px``) is the region
+    searched, with one threshold window of ``threshold_window_cells`` expected marker cells and
+    the smallest accepted perimeter at half the expected one. Detection falls back to the whole
+    image (the usual pipeline) when there is no prediction, when the region would cover most of
+    the image anyway, or when it finds fewer board markers than the last frame gave. Everything
+    after detection (recovery of missed markers, ECC corner refinement, PnP, the outlier check)
+    is :func:`estimate_board_pose`'s, on the whole image, with its templates cached between
+    frames; the predicted pose breaks the planar ambiguity as the last estimate does there.
+
+    Before any detection, the markers of the last frame are aligned by ECC (the fine pass, then
+    coarse + fine where it fails) straight from the corners the prediction gives them: the
+    result is taken when every one is inside the image, correlates with its pattern by at least
+    ``track_min_correlation`` and the pose explains them all within ``max_marker_rms_px``
+    (a wrong prediction or a marker hidden since fails this and the frame is detected). Without
+    ``prior`` the prediction is the last pose moved again by the motion between the two frames
+    before (constant velocity per frame). ECC ends where it would from detected corners, so the
+    accuracy is the same; detection, a third of the time left, is skipped.
+
+    ``searches`` counts frames by how they were found: ``"track"`` (aligned from the
+    prediction), ``"roi"`` (detected in the predicted region) or ``"full"``.
+    """
+
+    def __init__(
+        self,
+        board: cv2.aruco.Board,
+        camera_matrix: np.ndarray,
+        dist_coeffs: np.ndarray | None,
+        config: BoardEstimatorConfig | None = None,
+        *,
+        roi_margin: float = 0.3,
+        min_margin_px: int = 24,
+        max_roi_fraction: float = 0.6,
+        threshold_window_cells: float = 1.5,
+        detect_side_px: float = 64.0,
+        track_min_correlation: float = 0.85,
+    ) -> None:
+        self.board = board
+        self.camera_matrix = np.asarray(camera_matrix, dtype=np.float64)
+        if self.camera_matrix.shape != (3, 3):
+            raise ValueError(f"camera_matrix must be (3, 3), got {self.camera_matrix.shape}")
+        self.dist = None if dist_coeffs is None else np.asarray(dist_coeffs, np.float64).ravel()
+        self.config = config or TRACKER_CONFIG
+        self.roi_margin, self.min_margin_px = roi_margin, min_margin_px
+        self.max_roi_fraction, self.threshold_window_cells = max_roi_fraction, threshold_window_cells
+        self.detect_side_px, self.track_min_correlation = detect_side_px, track_min_correlation
+        self.detector = make_detector(board, self.config)
+        self._roi_params = self.detector.getDetectorParameters()
+        self._roi_detector = make_detector(board, self.config)
+        self._cells = board.getDictionary().markerSize + 2
+        obj = np.asarray(board.getObjPoints(), dtype=np.float64).reshape(-1, 4, 3)
+        centre = obj.mean(axis=1, keepdims=True)
+        self._outline = (centre + (obj - centre) * (1.0 + 2.0 / self._cells)).reshape(-1, 3)
+        self._templates: dict = {}
+        ids = np.asarray(board.getIds()).ravel()
+        self._corners = np.zeros((int(ids.max()) + 1, 4, 3))  # marker id -> its corners (board)
+        self._corners[ids] = obj
+        self.last: BoardPose | None = None
+        self._before_last: np.ndarray | None = None
+        self.searches = {"track": 0, "roi": 0, "full": 0}
+
+    def reset(self) -> None:
+        """Forget the track: the next frame is searched whole."""
+        self.last = self._before_last = None
+
+    def update(
+        self,
+        image: np.ndarray,
+        prior: np.ndarray | None = None,
+        *,
+        corner_noise_px: float = 0.0,
+        rng: np.random.Generator | None = None,
+    ) -> BoardPose | None:
+        """The board's pose in ``image`` ((H, W) grey or (H, W, 3) BGR), or None if not seen.
+
+        ``prior``: (4, 4) predicted ``board2cam`` for this frame (e.g. the last pose moved by the
+        camera's motion since); default: the last pose found. ``corner_noise_px`` and ``rng``: as
+        for :func:`estimate_board_pose`.
+        """
+        gray = to_gray(image)
+        predicted = prior if prior is not None else self._extrapolated()
+        found = None
+        if predicted is not None and self.last is not None and self.config.corner_refinement == "ecc":
+            found = self._align_predicted(gray, np.asarray(predicted, dtype=np.float64),
+                                          corner_noise_px, rng)
+            if found is not None:
+                self.searches["track"] += 1
+        if found is None and predicted is not None:
+            roi = self._roi(np.asarray(predicted, dtype=np.float64), gray.shape)
+            if roi is not None:
+                quads, ids = self._detect_in(gray, *roi)
+                wanted = max(self.config.min_markers, 1, len(self.last.marker_ids) if self.last else 1)
+                if len(ids) >= wanted:
+                    self.searches["roi"] += 1
+                    found = _pose_from_markers(gray, quads, ids, self.board, self.camera_matrix,
+                                               self.dist, self.config, predicted, corner_noise_px,
+                                               rng, self._templates)
+        if found is None:
+            self.searches["full"] += 1
+            quads, ids = detect_board_markers(gray, self.board, self.camera_matrix, self.dist,
+                                              self.detector, self.config)
+            found = _pose_from_markers(gray, quads, ids, self.board, self.camera_matrix, self.dist,
+                                       self.config, predicted, corner_noise_px, rng, self._templates)
+        self._before_last = None if found is None or self.last is None else self.last.board2cam
+        self.last = found
+        return found
+
+    def _extrapolated(self) -> np.ndarray | None:
+        """The last pose, carried on by the camera's motion between the two frames before (the
+        same motion again: constant velocity per frame), or as it is with one pose known."""
+        if self.last is None:
+            return None
+        if self._before_last is None:
+            return self.last.board2cam
+        last = self.last.board2cam
+        return last @ np.linalg.solve(self._before_last, last)
+
+    def _align_predicted(self, gray: np.ndarray, predicted: np.ndarray, corner_noise_px: float,
+                         rng: np.random.Generator | None) -> BoardPose | None:
+        """The pose from the last frame's markers aligned by ECC straight from their predicted
+        corners, no detection; None (detect) unless every one of them is in the image, aligns with
+        a correlation of at least ``track_min_correlation`` and the pose explains them all within
+        ``max_marker_rms_px``."""
+        ids = np.asarray(self.last.marker_ids, dtype=int)
+        cam = self._corners[ids].reshape(-1, 3) @ predicted[:3, :3].T + predicted[:3, 3]
+        if np.any(cam[:, 2] <= 1e-3):
+            return None
+        px, _ = cv2.projectPoints(cam, np.zeros(3), np.zeros(3), self.camera_matrix, self.dist)
+        px = px.reshape(-1, 4, 2)
+        height, width = gray.shape[:2]
+        margin = 0.25 * float(np.linalg.norm(px[:, 1] - px[:, 0], axis=1).max()) + 4.0
+        if px.min() < margin or np.any(px.max(axis=(0, 1)) > np.array([width, height]) - margin):
+            return None
+        correlations: list = []
+        ideal = refine_corners(gray, list(px), ids, self.board, self.camera_matrix, self.dist,
+                               self.config, self._templates, correlations)
+        if any(rho is None or rho < self.track_min_correlation for rho in correlations):
+            return None
+        found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, self.config, predicted,
+                                 corner_noise_px, rng)
+        if (found is None or found.marker_ids != self.last.marker_ids
+                or found.reprojection_error_px > self.config.max_marker_rms_px):
+            return None
+        return found
+
+    def _roi(self, board2cam: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, int, float] | None:
+        """(x0, y0, x1, y1, expected marker side px) of the region to search, or None (search
+        the whole image)."""
+        cam = self._outline @ board2cam[:3, :3].T + board2cam[:3, 3]
+        if np.any(cam[:, 2] <= 1e-3):
+            return None
+        px, _ = cv2.projectPoints(cam, np.zeros(3), np.zeros(3), self.camera_matrix, self.dist)
+        px = px.reshape(-1, 4, 2)
+        height, width = shape[:2]
+        lo, hi = px.reshape(-1, 2).min(axis=0), px.reshape(-1, 2).max(axis=0)
+        margin = np.maximum(self.roi_margin * (hi - lo), self.min_margin_px)
+        x0, y0 = np.floor(np.maximum(lo - margin, 0)).astype(int)
+        x1, y1 = np.ceil(np.minimum(hi + margin, [width, height])).astype(int)
+        if x1 - x0 < 16 or y1 - y0 < 16 or (x1 - x0) * (y1 - y0) > self.max_roi_fraction * width * height:
+            return None
+        sides = np.linalg.norm(np.roll(px, -1, axis=1) - px, axis=2).mean(axis=1)  # per marker
+        side = float(sides.min()) / (1.0 + 2.0 / self._cells)  # the black square's side
+        return int(x0), int(y0), int(x1), int(y1), side
+
+    def _detect_in(self, gray: np.ndarray, x0: int, y0: int, x1: int, y1: int,
+                   side: float) -> tuple[list[np.ndarray], np.ndarray]:
+        """Board markers found in the window (corners in whole-image pixels), missed ones
+        recovered on the whole image as :func:`detect_board_markers` does."""
+        params = self._roi_params
+        window = gray[y0:y1, x0:x1]
+        scale = np.ones(2)
+        if side > self.detect_side_px:  # large markers: detect on the region shrunk (area average)
+            f = self.detect_side_px / side
+            size = (max(16, round((x1 - x0) * f)), max(16, round((y1 - y0) * f)))
+            window = cv2.resize(window, size, interpolation=cv2.INTER_AREA)
+            scale = np.array([size[0] / (x1 - x0), size[1] / (y1 - y0)])
+            side *= float(scale.mean())
+        threshold = int(np.clip(round(self.threshold_window_cells * side / self._cells), 3, 63)) | 1
+        params.adaptiveThreshWinSizeMin = params.adaptiveThreshWinSizeMax = threshold
+        params.adaptiveThreshWinSizeStep = 2
+        params.minMarkerPerimeterRate = float(np.clip(2.0 * side / max(window.shape), 1e-3, 4.0))
+        self._roi_detector.setDetectorParameters(params)
+        corners, ids, rejected = self._roi_detector.detectMarkers(window)
+        if ids is None or len(ids) == 0:
+            return [], np.zeros(0, dtype=int)
+        offset, scale = np.array([x0, y0], dtype=np.float32), scale.astype(np.float32)
+        corners = [(np.asarray(c, np.float32) + 0.5) / scale - 0.5 + offset for c in corners]
+        rejected = [(np.asarray(c, np.float32) + 0.5) / scale - 0.5 + offset for c in rejected]
+        config = self.config
+        board_ids = set(np.asarray(self.board.getIds()).ravel().tolist())
+        if config.recover_missing and not board_ids <= set(np.asarray(ids).ravel().tolist()):
+            corners, ids, _, _ = self.detector.refineDetectedMarkers(
+                gray, self.board, corners, ids, rejected, self.camera_matrix, self.dist)
+        keep = [i for i, mid in enumerate(np.asarray(ids).ravel()) if int(mid) in board_ids]
+        quads = [np.asarray(corners[i], dtype=np.float64).reshape(4, 2) for i in keep]
+        if config.detector_refinement == "apriltag":
+            quads = [q - APRILTAG_CORNER_OFFSET_PX for q in quads]
+        return quads, np.asarray(ids).ravel()[keep].astype(int)

@@ -167,6 +167,28 @@ def marker_template(
     return template, quad
 
 
+def _templates(
+    cache: dict | None, dictionary: cv2.aruco.Dictionary, marker_id: int, side: float,
+    white_margin_cells: float, blur_px: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fine template, its quad, coarse template) for ECC, from ``cache`` when given. The key
+    holds everything the drawing depends on (the 8x cell size is an integer; the coarse blur is
+    a function of the side)."""
+    cells = dictionary.markerSize + 2
+    coarse_sigma = max(1.0, side / 30)
+    key = (marker_id, max(1, round(side * ECC_UPSAMPLE / cells)), white_margin_cells, blur_px,
+           round(coarse_sigma, 2))
+    if cache is not None and key in cache:
+        return cache[key]
+    template, quad = marker_template(dictionary, marker_id, side, white_margin_cells, blur_px)
+    made = (template, quad, cv2.GaussianBlur(template, (0, 0), coarse_sigma))
+    if cache is not None:
+        if len(cache) > 256:
+            cache.clear()
+        cache[key] = made
+    return made
+
+
 def _undistorted_roi(
     gray: np.ndarray,
     camera_matrix: np.ndarray,
@@ -206,6 +228,11 @@ def refine_ecc(
     max_iterations: int = 50,
     min_correlation: float = 0.6,
     max_shift_fraction: float = 0.25,
+    templates: dict | None = None,
+    max_side_px: float | None = None,
+    coarse_first: bool = True,
+    eps: float = 1e-5,
+    correlations: list | None = None,
 ) -> list[np.ndarray]:
     """Refine each marker by ECC alignment of its known pattern; ideal-pixel corners (4, 2).
 
@@ -213,34 +240,76 @@ def refine_ecc(
     cells (SIROM: border 1 mm = 0.5 cell of 2 mm). Only what is certainly white may be included:
     beyond it the background is unknown. A marker whose alignment fails to converge, correlates
     below ``min_correlation`` or moves a corner by more than ``max_shift_fraction`` of its side
-    (or 2 px) keeps its detected corners.
+    (or 2 px) keeps its detected corners. ``templates``: a dict the caller keeps between calls
+    (one per dictionary), where the drawn templates are cached (a tracker sees the same markers
+    at nearly the same size frame after frame; drawing one at 8x costs as much as aligning it).
+    ``max_side_px``: a marker larger than this in the image is aligned on the window shrunk
+    (area-averaged) to that size, the corners scaled back: ECC's cost goes with the window's
+    pixels, and a marker 300 px wide has far more edge pixels than its corners need.
+    ``coarse_first``: run the wide-basin coarse pass before the fine one (detector corners may
+    sit a cell's fraction off); False runs the fine pass alone and falls back to coarse + fine
+    only for a marker it fails on (good starting corners, e.g. a tracker's: a third of the
+    cost). ``eps``: ECC's convergence threshold on the correlation's increment.
+    ``correlations``: a list to which each marker's final correlation is appended (None for a
+    marker that kept its detected corners).
     """
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, 1e-5)
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, eps)
     out = []
-    for quad, marker_id in zip(corners, ids, strict=True):
-        ideal = undistort_corners(np.asarray(quad).reshape(4, 2), camera_matrix, dist_coeffs)
-        side = side_length_px(ideal)
-        template, tquad = marker_template(dictionary, int(marker_id), side,
-                                          white_margin_cells, template_blur_px)
-        coarse = cv2.GaussianBlur(template, (0, 0), max(1.0, side / 30))
-        pad = int(np.ceil(side * (0.1 + white_margin_cells / 9))) + 4
-        x0, y0 = np.floor(ideal.min(axis=0)).astype(int) - pad
-        x1, y1 = np.ceil(ideal.max(axis=0)).astype(int) + pad
+    if len(corners) != len(ids):
+        raise ValueError(f"{len(corners)} corner sets for {len(ids)} ids")
+    if len(ids) == 0:
+        return out
+    # every marker's corners undistorted, sides and windows at once (one call, not one per marker)
+    all_ideal = undistort_corners(np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2),
+                                  camera_matrix, dist_coeffs)
+    sides = np.linalg.norm(np.roll(all_ideal, -1, axis=1) - all_ideal, axis=2).mean(axis=1)
+    pads = np.ceil(sides * (0.1 + white_margin_cells / 9)).astype(int) + 4
+    lows = np.floor(all_ideal.min(axis=1)).astype(int) - pads[:, None]
+    highs = np.ceil(all_ideal.max(axis=1)).astype(int) + pads[:, None]
+    for ideal, side, (x0, y0), (x1, y1), marker_id in zip(
+            all_ideal, sides.tolist(), lows.tolist(), highs.tolist(), ids, strict=True):
         roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0)
-        warp = cv2.getPerspectiveTransform(tquad, (ideal - np.array([x0, y0])).astype(np.float32))
-        rho = -1.0
-        try:  # coarse pass (wide basin: detector corners may sit on the quiet zone's outer
-            # edge), then fine
-            for filt, tpl in ((coarse_filter_size, coarse), (gauss_filter_size, template)):
-                rho, warp = cv2.findTransformECC(
-                    tpl, roi, warp.astype(np.float32), cv2.MOTION_HOMOGRAPHY, criteria, None, filt
-                )
-        except cv2.error:  # did not converge (e.g. blurred beyond recognition)
-            out.append(ideal)
-            continue
-        refined = cv2.perspectiveTransform(tquad[None].astype(np.float64),
-                                           warp.astype(np.float64))[0] + np.array([x0, y0])
-        shift = float(np.max(np.linalg.norm(refined - ideal, axis=1)))
-        ok = rho >= min_correlation and shift <= max(2.0, max_shift_fraction * side)
-        out.append(refined if ok else ideal)
+        local = ideal - np.array([x0, y0])
+        scale = 1.0
+        if max_side_px is not None and side > max_side_px:
+            size = (max(8, round((x1 - x0) * max_side_px / side)), max(8, round((y1 - y0) * max_side_px / side)))
+            scale_xy = np.array([size[0] / (x1 - x0), size[1] / (y1 - y0)])
+            roi = cv2.resize(roi, size, interpolation=cv2.INTER_AREA)
+            local = (local + 0.5) * scale_xy - 0.5  # INTER_AREA keeps pixel areas: edges map exactly
+            scale = float(scale_xy.mean())
+        template, tquad, coarse = _templates(templates, dictionary, int(marker_id), side * scale,
+                                             white_margin_cells, template_blur_px)
+        start = cv2.getPerspectiveTransform(tquad, local.astype(np.float32))
+        fine = ((gauss_filter_size, template),)
+        coarse_fine = ((coarse_filter_size, coarse), *fine)  # wide basin first
+        for passes in ((coarse_fine,) if coarse_first else (fine, coarse_fine)):
+            refined, rho = _align(roi, start, passes, criteria, tquad, min_correlation)
+            if refined is not None:
+                if scale != 1.0:
+                    refined = (refined + 0.5) / scale_xy - 0.5
+                refined = refined + np.array([x0, y0])
+                if float(np.max(np.linalg.norm(refined - ideal, axis=1))) <= max(
+                        2.0, max_shift_fraction * side):
+                    break
+            refined = None
+        out.append(ideal if refined is None else refined)
+        if correlations is not None:
+            correlations.append(None if refined is None else rho)
     return out
+
+
+def _align(roi: np.ndarray, warp: np.ndarray, passes, criteria, tquad: np.ndarray,
+           min_correlation: float) -> tuple[np.ndarray | None, float]:
+    """The template quad (4, 2) in ``roi`` after ECC from ``warp`` through ``passes`` ((Gaussian
+    filter size, template), ...), None if it did not converge or correlates too little; and the
+    final correlation."""
+    rho = -1.0
+    try:
+        for filt, tpl in passes:
+            rho, warp = cv2.findTransformECC(tpl, roi, warp.astype(np.float32), cv2.MOTION_HOMOGRAPHY,
+                                             criteria, None, filt)
+    except cv2.error:  # did not converge (e.g. blurred beyond recognition)
+        return None, rho
+    if rho < min_correlation:
+        return None, rho
+    return cv2.perspectiveTransform(tquad[None].astype(np.float64), warp.astype(np.float64))[0], rho

@@ -29,6 +29,9 @@ class Context:
     targets: dict[str, Any] = field(default_factory=dict)  # the mission's target specs
     world: Any = None  # the simulated world (ground truth: reports and tests only), or None
     workspace: tuple[np.ndarray, np.ndarray] | None = None  # the TCP's box (safety.workspace), base frame
+    # the loop is paced by the wall clock (--realtime, hardware): long work (perception) runs in
+    # threads beside the tick; on the simulated clock it is modelled (orbitree.nodes.offload)
+    concurrent: bool = False
 
     def touched(self, key: str) -> None:
         """Note that ``key`` was written now."""

@@ -16,6 +16,7 @@ driver is stopped and shut down, and the log gets its footer.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import threading
 import time
 import traceback
@@ -34,8 +35,10 @@ from orbitree.language.keys import FAULTS_ACTIVE
 from orbitree.language.loader import Mission
 from orbitree.nodes.build import BuiltTree, build_tree
 from orbitree.nodes.context import Context
+from orbitree.nodes.offload import Offload
 from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
+from orbitree.runtime.profile import LoopTimes, wall_profile
 from orbitree.runtime.recorder import FORMAT, Recorder
 from orbitree.runtime.safety import SafetyMonitor
 from orbitree.runtime.scene import SceneSampler, observers_of, scene_header
@@ -43,6 +46,9 @@ from orbitree.runtime.snapshot import GatingView, Snapshot, View
 from orbitree.runtime.supervisor import VIOLATIONS_KEY, SafetyHook, Supervisor
 from orbitree.runtime.ticklog import TickLog
 from orbitree.runtime.timing import TimingVisitor
+
+SWITCH_INTERVAL_S = 2e-4
+"""The interpreter's thread switch interval while threads work beside the tick (s)."""
 
 __all__ = ["DriverAdapter", "Executive", "Interrupted", "RunResult", "Snapshot", "View"]
 
@@ -102,6 +108,13 @@ class Executive:
             if not is_simulated(model.robots):
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
+        # paced by the wall clock, long work runs beside the tick: perception in its leaves'
+        # worker threads, and a simulated camera renders in its own thread, as a real one exposes
+        # and transfers its frames while the computer does other things
+        self.ctx.concurrent = self.clock == "wall" or self.realtime
+        if self.ctx.concurrent and self.ctx.world is not None:
+            for camera in self.ctx.world.cameras.values():
+                camera.render_beside()
         py_trees.blackboard.Blackboard.clear()
         # fault injection: stubs for substituted leaves, then the injector wraps the arms'
         # drivers and the nodes a tick_overrun names
@@ -130,6 +143,8 @@ class Executive:
         self.supervisor = Supervisor(self.safety, self.ctx, self.drivers, self._write, self.recovery,
                                      model.safety.recovery)
         self._active_faults: list[int] | None = None  # ids of the faults in /faults/active
+        self.loop_times = LoopTimes()  # where the wall time goes (``profile()``)
+        self._sim_time_s = 0.0
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -148,6 +163,13 @@ class Executive:
         phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
+        self.loop_times = loop = LoopTimes()
+        clock_read = time.perf_counter
+        switch = sys.getswitchinterval()
+        if self.ctx.concurrent:
+            # the threads beside the tick hold the interpreter between their OpenCV calls; the
+            # tick thread should get it back within a fraction of its period, not Python's 5 ms
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         recorder.open()
         recorder.write(header)
         for view in self.views:
@@ -164,15 +186,27 @@ class Executive:
                 for i in phases:
                     if self._nodes[i].status == Status.RUNNING:
                         phases[i] += self.ctx.period
+                t0 = clock_read()
                 fresh = self.supervisor.check(self.tree)
+                t1 = clock_read()
                 changed = ticks.write(clock.ticks, clock.now, tick_ms, clock.deadline_misses)
+                t2 = clock_read()
                 self.injector.after_tick(clock.now, changed)
+                t3 = clock_read()
                 verdict = self._verdict(fresh, clock.now)
+                t4 = clock_read()
+                loop.add("safety", (t1 - t0) + (t4 - t3))
+                loop.add("log and views", t2 - t1)
+                loop.add("faults", t3 - t2)
                 if verdict is not None:
                     status, reason = verdict
                     break
                 for driver in self.drivers:
+                    t0 = clock_read()
                     driver.after_tick(self.ctx.period)
+                    spent = clock_read() - t0
+                    loop.driver_step[driver.name] += spent
+                    loop.add("drivers step", spent)
                 clock.wait_next()
         except (KeyboardInterrupt, Interrupted) as exc:
             reason = "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"
@@ -182,6 +216,7 @@ class Executive:
             reason = f"{self._culprit(exc)}raised {type(exc).__name__}: {exc}"
             error = "".join(traceback.format_exception(exc))
         finally:
+            sys.setswitchinterval(switch)
             try:
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
@@ -189,6 +224,8 @@ class Executive:
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses, final=True)
+        loop.stop()
+        self._sim_time_s = clock.now
         summary = self._summary(status, reason, clock, tick_times, phases, started)
         recorder.write({"type": "footer", "summary": summary, "node_tick_us": self._timer.report_us(),
                         "error": error})
@@ -213,11 +250,13 @@ class Executive:
     def _tick(self, now: float) -> float:
         """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms."""
         self.ctx.now = now
+        started = time.perf_counter()
         self.injector.before_tick(now)
         active = self.injector.active
         if [f["id"] for f in active] != self._active_faults:
             self._active_faults = [f["id"] for f in active]
             self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+        read = time.perf_counter()
         self._read_drivers(now)
         t0 = time.perf_counter()
         if self.supervisor.recovering is None:
@@ -225,17 +264,24 @@ class Executive:
         else:
             assert self.recovery is not None
             self.recovery.root.tick_once()
-        return (time.perf_counter() - t0) * 1e3
+        ticked = time.perf_counter()
+        self.loop_times.add("faults", read - started)
+        self.loop_times.add("drivers read", t0 - read)
+        self.loop_times.add("tree tick", ticked - t0)
+        return (ticked - t0) * 1e3
 
     def _read_drivers(self, now: float) -> None:
         for driver in self.drivers:
+            t0 = time.perf_counter()
             try:
                 readings = driver.read(now)
             except DriverDisconnected as exc:  # its blackboard values go stale
+                self.loop_times.driver_read[driver.name] += time.perf_counter() - t0
                 if driver.name not in self._disconnected:
                     self._disconnected.add(driver.name)
                     self.ctx.event("driver_disconnected", driver=driver.name, error=str(exc))
                 continue
+            self.loop_times.driver_read[driver.name] += time.perf_counter() - t0
             if driver.name in self._disconnected:
                 self._disconnected.discard(driver.name)
                 self.ctx.event("driver_reconnected", driver=driver.name)
@@ -370,6 +416,25 @@ class Executive:
         if model.robots:  # the 3-D scene's static part (orbitree.runtime.scene)
             header["scene"] = scene_header(model, self.ctx.drivers, self.ctx.world)
         return header
+
+    def profile(self) -> dict[str, Any]:
+        """Where the wall time of the last ``run()`` went (``orbitree.runtime.profile``): the loop's
+        parts, each driver's read and step, each node's self time in the tree's tick, each
+        simulated camera's rendering and each leaf's offloaded work (perception)."""
+        timer = self._timer
+        nodes = [(int(i), self._nodes[i].name, float(timer.total[i]), int(timer.count[i]))
+                 for i in np.flatnonzero(timer.count)]
+        cameras = {}
+        if self.ctx.world is not None:
+            for name, camera in self.ctx.world.cameras.items():
+                cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside)
+        workers = {}
+        for node in self._nodes:
+            for value in vars(node).values():
+                if isinstance(value, Offload):
+                    workers[value.name] = (value.jobs, value.busy_s, value.threaded)
+        ticks = int(timer.count[0]) if len(timer.count) else 0
+        return wall_profile(self.loop_times, nodes, cameras, workers, self._sim_time_s, ticks)
 
     def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
         times = np.asarray(tick_times) if tick_times else np.zeros(1)

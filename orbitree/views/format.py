@@ -13,6 +13,14 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.language.keys import SERVO_ERROR
 
+DEADLINE_MISS = (
+    "deadline miss: a tick (read the drivers, tick the tree, record, step the simulation) that ended "
+    "past its deadline on the wall clock, so the arm's next command came late (hardware: it overran "
+    "its period into the next tick's; --realtime: it ended more than a period behind the schedule); "
+    "counted only when the loop is paced by the wall clock. 'tree' is the time of the tree's tick alone."
+)
+"""What the views say a deadline miss is (terminal: a line under the figures; web: a tooltip)."""
+
 
 def _vec(values: Any, scale: float = 1.0, digits: int = 1) -> str:
     return "[" + ", ".join(f"{v * scale:.{digits}f}" for v in values) + "]"

@@ -20,7 +20,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from orbitree.runtime.snapshot import Snapshot
-from orbitree.views.format import display_value
+from orbitree.views.format import DEADLINE_MISS, display_value
 
 STYLE = {"RUNNING": "bold yellow", "SUCCESS": "green", "FAILURE": "red", "INVALID": "dim"}
 GLYPH = {"RUNNING": "▶", "SUCCESS": "✔", "FAILURE": "✘", "INVALID": "·"}
@@ -86,7 +86,10 @@ class TerminalView:
             f"   tick {snap.tick}   tree {snap.tick_ms:.3f} ms   deadline misses {snap.deadline_misses}",
         )
         tree = self._tree(snap, final=summary is not None)
-        parts: list[Any] = [Text(self.title, style="bold cyan"), stats, tree]
+        parts: list[Any] = [Text(self.title, style="bold cyan"), stats]
+        if snap.deadline_misses:
+            parts.append(Text(DEADLINE_MISS, style="dim"))
+        parts.append(tree)
         if snap.blackboard:
             parts.append(self._blackboard(snap.blackboard))
         if self._events:

@@ -70,3 +70,24 @@ def test_perceive_fails_when_the_target_is_out_of_view(tmp_path):
     log = read_log(tmp_path / "run.jsonl")
     written = {k: v for t in log.ticks for k, v in t.get("bb", {}).items()}
     assert written["/target/sirom/visible"] is False and "/target/sirom/pose_base" not in written
+
+
+@pytest.mark.parametrize("latency_ms", [20, 60])
+def test_perceive_estimate_is_visible_processing_latency_after_the_frame_arrives(tmp_path, latency_ms):
+    """The frame of 0.2 s is handed over when perceive first ticks (0.25 s); its estimate, still
+    stamped 0.2 s, is visible from the first tick at or after 0.25 s + processing_latency, and
+    the single-shot perceive is RUNNING until then."""
+    path = tmp_path / "m.yaml"
+    text = MISSION.format(x=HOME_TCP[0], y=HOME_TCP[1], z=HOME_TCP[2] - 0.3, roll=0, pitch=0, yaw=0,
+                          ideal=IDEAL_CAMERA)
+    path.write_text(text.replace("target: sirom}", f"target: sirom, processing_latency: {latency_ms} ms}}"))
+    result = Executive(load_mission(path), log_path=str(tmp_path / "run.jsonl")).run()
+    assert result.status == "SUCCESS", result.reason
+    log = read_log(tmp_path / "run.jsonl")
+    first = next(t["t"] for t in log.ticks if str(t.get("status", {}).get("2")) == "RUNNING")
+    seen_at = next(t["t"] for t in log.ticks if t.get("bb", {}).get("/target/sirom/visible") is True)
+    # 50 Hz: the first tick at or after the hand-over + the latency
+    assert seen_at == pytest.approx(first + 0.02 * np.ceil(latency_ms / 20 - 1e-9))
+    key = "/target/sirom/last_seen"
+    stamps = [t["bb"][key] for t in log.ticks if key in t.get("bb", {})]
+    assert stamps == [pytest.approx(0.2)]  # the frame's capture instant, not the tick that showed it

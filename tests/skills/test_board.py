@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.sim_camera import SensorModel, board_scene_camera, random_board_view
+from orbitree.drivers.sim_camera import SensorModel, approach_views, board_scene_camera, random_board_view
 from orbitree.skills.board import (
     BoardEstimatorConfig,
     BoardPose,
+    BoardTracker,
     estimate_board_pose,
     make_detector,
     solve_board_pose,
@@ -83,6 +84,15 @@ def test_board_from_corner_table_checks_shapes() -> None:
 # -- accuracy on rendered images -------------------------------------------------------------
 
 
+def _predicted(truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``truth`` off by what a tracker's prediction is off by: 5 mm and 2 deg (sigma per axis)."""
+    error = np.eye(4)
+    error[:3, :3] = Rotation.from_rotvec(np.radians(rng.normal(0.0, 2.0, 3))).as_matrix()
+    error[:3, 3] = rng.normal(0.0, 5e-3, 3)
+    return error @ truth
+
+
+@pytest.mark.parametrize("estimator", ["estimate_board_pose", "BoardTracker"])
 @pytest.mark.parametrize(
     ("label", "distance", "max_dt_m", "max_dr_deg", "min_within", "seed"),
     [
@@ -92,21 +102,27 @@ def test_board_from_corner_table_checks_shapes() -> None:
 )
 def test_pose_accuracy_on_random_rendered_views(
     label: str, distance: tuple[float, float], max_dt_m: float, max_dr_deg: float,
-    min_within: float, seed: int,
+    min_within: float, seed: int, estimator: str,
 ) -> None:
-    """1280x720, fx = fy = 900 px, tilt 0-45 deg, random exposure/gradient/blur/noise."""
+    """1280x720, fx = fy = 900 px, tilt 0-45 deg, random exposure/gradient/blur/noise. The
+    tracker is given each view's true pose off by a prediction's error, so it searches the
+    predicted region (the path of a tracked board), and must be as accurate there."""
     model = sirom_board_model()
     board = make_aruco_board(model)
     cam = board_scene_camera(model, seed=seed, board_name="sirom")
     intr = cam.intrinsics
     detector = make_detector(board)
-    rng = np.random.default_rng(seed)
+    tracker = BoardTracker(board, intr.camera_matrix, intr.dist_coeffs)
+    rng, prediction_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)
     errors = []
     for _ in range(CASES_PER_RANGE):
         cam.set_cam2world(np.linalg.inv(random_board_view(rng, model, intr, distance, 45.0)))
         cam.sensor = SensorModel.sample(rng)
-        pose = estimate_board_pose(cam.render(), intr.camera_matrix, intr.dist_coeffs, board,
-                                   detector=detector)
+        if estimator == "BoardTracker":
+            pose = tracker.update(cam.render(), _predicted(cam.ground_truth_board2cam("sirom"), prediction_rng))
+        else:
+            pose = estimate_board_pose(cam.render(), intr.camera_matrix, intr.dist_coeffs, board,
+                                       detector=detector)
         if pose is None:
             errors.append((np.inf, np.inf))
             continue
@@ -121,6 +137,73 @@ def test_pose_accuracy_on_random_rendered_views(
         print(f"  {name:11s} median {np.median(v):.3f}  p95 {np.percentile(v, 95):.3f}  "
               f"max {v.max():.3f} {unit}")
     assert within >= min_within
+    if estimator == "BoardTracker":
+        print(f"  tracker searches: {tracker.searches}")
+        # the prediction did it mostly, by alignment or in the predicted region (measured: 189 of
+        # 200 near, 150 of 200 far, where a 2 deg prediction error moves the board by a third of
+        # its image)
+        assert tracker.searches["track"] + tracker.searches["roi"] >= 0.7 * CASES_PER_RANGE
+
+
+def test_tracker_follows_an_approach_as_accurately_as_the_full_search():
+    """40 frames of a rendered approach (0.55 m to 0.15 m, the board off-centre and tilted 35
+    deg at first): the tracker, given only the frames, follows the board by aligning its markers
+    where it predicts them after the first frame (no detection), with the errors of
+    estimate_board_pose on every frame."""
+    model = sirom_board_model()
+    board = make_aruco_board(model)
+    cam = board_scene_camera(model, seed=4, board_name="sirom")
+    intr = cam.intrinsics
+    tracker = BoardTracker(board, intr.camera_matrix, intr.dist_coeffs)
+    detector = make_detector(board)
+    tracked, full = [], []
+    for cam2board in approach_views(40):
+        cam.set_cam2world(cam2board)
+        image, truth = cam.render(), cam.ground_truth_board2cam("sirom")
+        for out, pose in ((tracked, tracker.update(image)), (full, estimate_board_pose(
+                image, intr.camera_matrix, intr.dist_coeffs, board, detector=detector))):
+            assert pose is not None and pose.marker_ids == (0, 1, 2)
+            dt, dr = pose_distance(pose.board2cam, truth)
+            out.append((dt, np.degrees(dr)))
+    tracked, full = np.array(tracked), np.array(full)
+    print(f"\ntracker minus full search, mm: {1e3 * (tracked[:, 0] - full[:, 0]).min():.3f} to "
+          f"{1e3 * (tracked[:, 0] - full[:, 0]).max():.3f}")
+    print(f"tracker {tracker.searches}; max error tracker {1e3 * tracked[:, 0].max():.3f} mm "
+          f"{tracked[:, 1].max():.3f} deg, full search {1e3 * full[:, 0].max():.3f} mm {full[:, 1].max():.3f} deg")
+    assert tracker.searches == {"track": 39, "roi": 0, "full": 1}
+    assert tracked[:, 0].max() < 0.5e-3 and tracked[:, 1].max() < 0.2  # full search: 0.38 mm, 0.07 deg
+    # frame by frame never worse by more than hundredths of a millimetre and a tenth of a degree
+    # (measured: at most 0.03 mm worse, up to 0.13 mm better: ECC on markers shrunk to 32 px)
+    assert (tracked[:, 0] - full[:, 0]).max() < 0.05e-3
+    assert (tracked[:, 1] - full[:, 1]).max() < 0.1
+    tracker.reset()
+    cam.set_cam2world(approach_views(40)[-1])
+    assert tracker.update(cam.render()) is not None and tracker.searches["full"] == 2  # forgot the track
+
+
+def test_tracker_detects_again_when_the_prediction_is_wrong_or_a_tracked_marker_disappears():
+    """Alignment from the prediction is only trusted when every tracked marker correlates with
+    its pattern and the pose explains them: a prediction 30 mm off, or a marker hidden since the
+    last frame, sends the tracker back to detection, which gives the right pose and markers."""
+    model = sirom_board_model()
+    board = make_aruco_board(model)
+    truth = _look_at_board(0.25, tilt_deg=20.0)
+    image, cam = _render(truth, seed=3)
+    intr = cam.intrinsics
+    tracker = BoardTracker(board, intr.camera_matrix, intr.dist_coeffs)
+    assert tracker.update(image).marker_ids == (0, 1, 2) and tracker.searches["full"] == 1
+    assert tracker.update(image) is not None and tracker.searches["track"] == 1  # same view: aligned
+    off = truth.copy()
+    off[:3, 3] += [0.03, 0.0, 0.0]  # 30 mm: ~100 px, far outside ECC's basin
+    pose = tracker.update(image, off)
+    assert tracker.searches["track"] == 1 and pose is not None
+    dt, dr = pose_distance(pose.board2cam, cam.ground_truth_board2cam("sirom"))
+    assert dt < 1e-3 and np.degrees(dr) < 0.5
+    hidden, _ = _render(truth, seed=3, hidden={1})
+    pose = tracker.update(hidden)
+    assert tracker.searches["track"] == 1 and pose is not None and pose.marker_ids == (0, 2)
+    dt, dr = pose_distance(pose.board2cam, cam.ground_truth_board2cam("sirom"))
+    assert dt < 1e-3 and np.degrees(dr) < 0.5
 
 
 # -- occlusion -------------------------------------------------------------------------------
