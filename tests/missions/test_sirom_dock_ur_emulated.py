@@ -1,8 +1,8 @@
 """The flagship mission through the real ur_rtde client: ``driver: ur-emulated`` runs the project's
 ``ur`` driver against an emulated UR controller stepping the sim world's arm in real time.
 
-Costs ~40 s (the default mission on the sim driver, ~15 s, then on ur-emulated in wall time,
-~25 s on a loaded 2-core machine)."""
+Both runs start from the SIROM paper's misalignment (the board in view: no 12 s sweep to wait
+through in wall time); ~40 s on a loaded 2-core machine."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from orbitree.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSION = ROOT / "missions" / "sirom_dock.yaml"
+SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
 
 
 def _run(tmp_path: Path, name: str, *sets: str) -> tuple[int, dict]:
@@ -25,14 +26,15 @@ def _run(tmp_path: Path, name: str, *sets: str) -> tuple[int, dict]:
 
 
 def test_sirom_dock_through_ur_rtde_docks_with_the_sim_drivers_final_errors(tmp_path):
-    sim_code, sim = _run(tmp_path, "sim")
-    code, emulated = _run(tmp_path, "emulated", "robots.arm.driver=ur-emulated")
+    sim_code, sim = _run(tmp_path, "sim", SEED_START)
+    code, emulated = _run(tmp_path, "emulated", SEED_START, "robots.arm.driver=ur-emulated")
     assert sim_code == 0, sim["reason"]
     assert code == 0, emulated["reason"]
     assert emulated["in_capture_envelope"] is True and emulated["safety_violations"] == []
-    # the same seated pose: within 0.2 mm and 0.05 deg of the lockstep run on every axis
-    for key, tolerance in (("x_mm", 0.2), ("y_mm", 0.2), ("z_mm", 0.2), ("rx_deg", 0.05), ("ry_deg", 0.05),
-                           ("rz_deg", 0.05)):
+    # the same capture pose as the lockstep run, within what the approach's own stopping rule
+    # leaves open (‖e‖ < 0.001: 1 mm, 0.057 deg), since wall-clock ticks end it at another instant
+    for key, tolerance in (("x_mm", 1.0), ("y_mm", 1.0), ("z_mm", 1.0), ("rx_deg", 0.06), ("ry_deg", 0.06),
+                           ("rz_deg", 0.06)):
         assert abs(emulated["final_error"][key] - sim["final_error"][key]) <= tolerance, key
         assert abs(emulated["final_error_true"][key] - sim["final_error_true"][key]) <= tolerance, key
     assert emulated["max_contact_force_n"] < 80.0  # the hooks' 60 N and the sensor's noise
