@@ -191,9 +191,13 @@ def scene_header(model: Any, drivers: Mapping[str, Any], world: Any = None) -> d
             "ft": bool(spec.ft),
         }
         if spec.camera is not None:
-            camera: dict[str, Any] = {"mount": pose7(spec.camera.mount.matrix()), "width": spec.camera.width,
-                                      "height": spec.camera.height}
             device = drivers.get(name)
+            # the mount the estimator uses: the device read it (a pose, or a calibration file's cam2tcp)
+            mount = getattr(device, "cam2tcp", None)
+            if mount is None:
+                mount = spec.camera.mount_matrix()
+            camera: dict[str, Any] = {"mount": pose7(np.asarray(mount)), "width": spec.camera.width,
+                                      "height": spec.camera.height}
             intrinsics = getattr(getattr(device, "camera", None), "intrinsics", None)
             if intrinsics is not None:
                 k = np.asarray(intrinsics.camera_matrix, dtype=float)
