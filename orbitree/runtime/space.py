@@ -70,8 +70,25 @@ def satellite_body(name: str, spec: TargetSpec, orbit: OrbitModel | None) -> Sat
         spec.bearing.viscous, spec.bearing.coulomb, fixtures, inertial2world, radius)
 
 
+class ReadOnlyDevice:
+    """A device that only reads (the world steps elsewhere): nothing to set up, to do after a
+    tick, to stop or to shut down."""
+
+    def setup(self) -> None:
+        pass
+
+    def after_tick(self, period: float) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
 @dataclass
-class SatelliteDevice:
+class SatelliteDevice(ReadOnlyDevice):
     world: Any  # orbitree.drivers.sim_world.SimWorld
     with_orbit: bool
     name: str = "satellites"
@@ -94,15 +111,6 @@ class SatelliteDevice:
                 out[target_key(name, "gg_torque")] = body.gravity_gradient()
         return out
 
-    def after_tick(self, period: float) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
-
     def summary(self) -> dict[str, Any]:
         """Per satellite: spin at the start and the end (rpm), the impulse the contacts gave it;
         every pad contact's peak force and its Velcro's events."""
@@ -124,7 +132,7 @@ class SatelliteDevice:
 
 
 @dataclass
-class OrbitDevice:
+class OrbitDevice(ReadOnlyDevice):
     model: OrbitModel
     name: str = "orbit"
 
@@ -132,9 +140,6 @@ class OrbitDevice:
         target = self.model.target
         out = [ORBIT_TIME_UTC, *(orbit_key(b, k) for b in (target, SERVICER) for k in ORBIT_BODY_STATE)]
         return out + [orbit_relative_key(target, part) for part in ("", "range", "range_rate")]
-
-    def setup(self) -> None:
-        pass
 
     def read(self, now: float) -> dict[str, Any]:
         states = self.model.states(now)
@@ -152,18 +157,9 @@ class OrbitDevice:
         out[orbit_relative_key(target, "range_rate")] = float(position @ velocity) / distance if distance else 0.0
         return out
 
-    def after_tick(self, period: float) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
-
 
 @dataclass
-class StateSensorDevice:
+class StateSensorDevice(ReadOnlyDevice):
     target: str
     sensor: StateSensor
     name: str = ""
@@ -175,22 +171,10 @@ class StateSensorDevice:
     def keys(self) -> list[str]:
         return [target_key(self.target, "state")]
 
-    def setup(self) -> None:
-        pass
-
     def read(self, now: float) -> dict[str, Any]:
         arrived = self.sensor.poll(now)
         self.delivered += len(arrived)
         return {target_key(self.target, "state"): arrived[-1]} if arrived else {}
-
-    def after_tick(self, period: float) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
 
 
 def state_sensor(world: Any, name: str, spec: TargetSpec, seed: int, index: int) -> StateSensor:
