@@ -30,7 +30,9 @@ arms' own kinematics judge the spin once ``window`` has passed since the plan's 
 tool less its tether's stretch ``f/k``) over the last ``window`` give the body's angular velocity
 across the line between them, ``ω⊥ = d × (v₂ − v₁) / |d|²`` (all of a gimbal's spin, whose
 bearing is across that line); under ``until`` is SUCCESS (summary ``grapple.despun_by``:
-``kinematics``; otherwise ``state``).
+``kinematics``; otherwise ``state``). On a free body the spin judged is what the grasp can remove:
+the rate of the momentum across the line through the pads (two point grips make no torque about
+that line; what is left about it, ``grapple.residual_line_rpm``, only twists the pads).
 Writes ``/grapple/<robot>/force`` (N, world, on the body), ``/grapple/internal_force`` (N) and
 ``/grapple/despin_torque`` (N·m, the plan's now).
 """
@@ -142,7 +144,7 @@ class Despin(DualArmLeaf):
         estimate = self.predictor.estimate
         end = self.t0 + self.profile.duration
         if estimate is not None and estimate.t >= end:
-            spin = float(np.linalg.norm(estimate.twist[3:]))
+            spin = self._removable_spin(estimate)
             if spin < self.params.until:
                 self.record.fields["despun_by"] = "state"
                 self.feedback_message = f"spin {spin * RPM:.3f} rpm: despun"
@@ -165,6 +167,22 @@ class Despin(DualArmLeaf):
             return Status.FAILURE
         self.feedback_message = f"despinning, {t:.2f} of {self.profile.duration:.2f} s"
         return None
+
+    def _removable_spin(self, estimate) -> float:
+        """|ω| (rad/s) of the estimate's spin this grasp can take out: all of it on a gimbal; on a
+        free body, the rate of the momentum across the line through the two pads (point grips make
+        no torque about that line, so what the body keeps about it is not the despin's to remove;
+        ``grapple.residual_line_rpm`` records it)."""
+        w = np.asarray(estimate.twist[3:], float)
+        if self.model.mount == "gimbal":
+            return float(np.linalg.norm(w))
+        body = estimate.body2world
+        pads = [(body @ pad.pad2body)[:3, 3] for pad in self.pads]
+        line = (pads[1] - pads[0]) / np.linalg.norm(pads[1] - pads[0])
+        inertia = body[:3, :3] @ self.model.inertia @ body[:3, :3].T
+        kept = np.linalg.solve(inertia, line * float(line @ (inertia @ w)))  # the rate of L about the line
+        self.record.fields["residual_line_rpm"] = round(float(np.linalg.norm(kept)) * RPM, 5)
+        return float(np.linalg.norm(w - kept))
 
     def _held_spin(self, forces: np.ndarray) -> float | None:
         """|ω⊥| (rad/s) of the held body over the last ``window``, from the arms' kinematics
