@@ -19,7 +19,8 @@ YAML::
 "Once the satellite mockup is stopped, it is pulled to the docking fixture. Active force control
 is used to nullify the force built up due to the dual-arm coordinated motion" [JPL]. The body's
 pose at the start is taken from the first arm's tool (the tools hold the pads; the second arm's
-offset from its pad goes into its COMPLY transform), the reference moves to ``dock`` on a
+offset from its pad goes into its COMPLY transform; a gimbal's pivot is where the state puts it), the
+reference moves to ``dock`` on a
 minimum-jerk path (position and rotation together) no shorter than what keeps the force the
 path's acceleration asks of each arm under ``max_force``: the peak wrench ``[m·a, I·α]`` of the
 body's mass and inertia (world axes at the start), distributed over the grasp
@@ -87,6 +88,10 @@ class DockPull(DualArmLeaf):
         p = self.params
         first = self._tools()[0]
         self.start_pose = first @ np.linalg.inv(TOOL_ON_PAD) @ np.linalg.inv(self.pads[0].pad2body)
+        if self.model.mount == "gimbal" and self.predictor.estimate is not None:
+            # the pivot does not move: where the state puts it (a held tool stands its tether's stretch
+            # and its COMPLY offset, millimetres, off its pad; the body it implies is that far off)
+            self.start_pose[:3, 3] = self.predictor.estimate.body2world[:3, 3]
         self.goal = p.dock.matrix()
         shift = float(np.linalg.norm(self.goal[:3, 3] - self.start_pose[:3, 3]))
         if self.model.mount == "gimbal" and shift > p.tolerance.position:

@@ -12,6 +12,7 @@ YAML::
         method: rigid_body       # or seed: δ = Δ·τ/T between state arrivals
         lead: 0 s                # start tracking this long before the pad faces the arm (seed: 0)
         contact_force: 15 N      # wrist force along the tool's axis that means contact
+        contact_window: 30 ms    # ... as the mean over this long (at least three readings)
         max_age: 1.5 s           # predict on from a state at most this old, then back off and fail
         reacquire: 5 s           # waiting: fail when no fresh state has come for this long
 
@@ -27,10 +28,11 @@ arrival (T measured between arrivals); ``method: rigid_body`` commands every tic
 predicted by Euler's equations with the target's inertia for ``lookahead`` ahead (default: one
 tick, the time ``servo_l`` takes), so the state's latency and the interval between arrivals are
 compensated. SUCCESS when the wrist reads ``contact_force`` against the tool's axis (the mean of
-the last three readings); the arm's last command runs on (the next leaf, ``grapple``, takes over
-in the same tick). FAILURE, the arm stopped, when the pad has gone by without contact
-(``standoff/closing_speed + grace`` after tracking started: "no contact this revolution"; a
-``retry`` around it backs off to the stand-off and tries on the next revolution). A state that
+the readings over ``contact_window``, 30 ms, and of at least three); the arm's last command
+runs on (the next leaf, ``grapple``, takes over in the same tick). FAILURE, the arm stopped,
+when the pad has gone by without contact (``standoff/closing_speed + grace`` after tracking
+started: "no contact this revolution"; a ``retry`` around it backs off to the stand-off and
+tries on the next revolution). A state that
 stops arriving (a vision dropout) is not followed forever: the rigid-body prediction carries the
 last estimate on for at most ``max_age`` after its time tag; past that the arm backs straight out
 along its tool axis to the stand-off it started from (a ``move_l`` that needs no state) and the
@@ -74,6 +76,8 @@ class TrackParams(MotionParams):
         None, description="rigid_body: predict this far ahead (default: one tick)")
     lead: Duration = Field(0.0, ge=0.0, description="start tracking this long before the pad faces the arm")
     contact_force: Force = Field(15.0, gt=0.0, description="wrist force against the tool's axis meaning contact")
+    contact_window: Duration = Field(0.03, gt=0.0, description="contact: the mean over this long (at least three "
+                                     "readings) reaches contact_force")
     approach_speed: Speed = Field(0.25, gt=0.0, description="move_l speed to the approach pose")
     grace: Duration = Field(0.5, ge=0.0, description="after the closing time, how long to wait for contact")
     max_age: Duration = Field(1.5, gt=0.0, description="predict on from a state at most this old; past it, back "
@@ -107,7 +111,9 @@ class Track(MotionLeaf):
     def start(self) -> Status:
         self.predictor = Predictor(self.model.inertia)
         self.phase = "waiting"
-        self.readings: deque[float] = deque(maxlen=3)
+        # the mean over contact_window, and at least three readings: at a 2 ms tick three readings
+        # span less than the wrist sensor's own 5 ms lag, and its noise does not average out
+        self.readings: deque[float] = deque(maxlen=max(3, round(self.params.contact_window / self.ctx.period)))
         self.state_period = 0.5
         self.last_stamp: float | None = None
         self.seed: gr.SeedTracking | None = None
