@@ -8,9 +8,10 @@ YAML::
         target: mockup
         fixtures: [pad_left, pad_right]
         dock: {xyz: [0, 0, 0.4], rpy: [0, 0, 90]}    # the body's pose when docked, world frame
-        duration: 4 s          # at least this long (a minimum-jerk path; longer if speed asks)
+        duration: 4 s          # at least this long (a minimum-jerk path; longer if speed or max_force ask)
         speed: 50 mm/s         # peak speeds of the path
         angular_speed: 10 deg/s
+        max_force: 15 N        # per arm: what the path's accelerations may ask (the body's mass and inertia)
         tolerance: {position: 5 mm, angle: 2 deg}
         max_internal: 8 N      # docked only with the internal force under this
         hold: 300 ms
@@ -18,8 +19,13 @@ YAML::
 "Once the satellite mockup is stopped, it is pulled to the docking fixture. Active force control
 is used to nullify the force built up due to the dual-arm coordinated motion" [JPL]. The body's
 pose at the start is taken from the first arm's tool (the tools hold the pads; the second arm's
-offset from its pad goes into its COMPLY transform), the reference moves to ``dock`` on a
-minimum-jerk path (position and rotation together, so the pull's force stays ``m·a`` small), the
+offset from its pad goes into its COMPLY transform; a gimbal's pivot is where the state puts it), the
+reference moves to ``dock`` on a
+minimum-jerk path (position and rotation together) no shorter than what keeps the force the
+path's acceleration asks of each arm under ``max_force``: the peak wrench ``[m·a, I·α]`` of the
+body's mass and inertia (world axes at the start), distributed over the grasp
+(``orbitree.skills.despin.min_jerk_duration``; turning a 7087 kg·m² body 25° in 10 s would ask
+100 N of each arm at 0.9 m), the
 tools follow their pads on it, and the COMPLY integrators null the internal force (for a gimbal's
 mockup, the net force on its pivot too). A gimbal-mounted target only turns: a ``dock`` whose
 position is not the pivot's fails at once. SUCCESS when the path has ended, both tools are
@@ -41,7 +47,9 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from orbitree.language.quantities import Angle, AngularSpeed, Duration, Force, Length, PoseField, Speed
 from orbitree.nodes.grappling import TOOL_ON_PAD, DualArmLeaf, DualArmParams, internal_force
+from orbitree.skills import despin as ds
 from orbitree.skills import grapple as gr
+from orbitree.skills import grasp as gp
 
 Status = py_trees.common.Status
 
@@ -57,6 +65,8 @@ class DockPullParams(DualArmParams):
     duration: Duration = Field(4.0, gt=0.0, description="the path takes at least this long")
     speed: Speed = Field(0.05, gt=0.0, description="peak linear speed of the path")
     angular_speed: AngularSpeed = Field(float(np.radians(10.0)), gt=0.0, description="peak rotation rate")
+    max_force: Force = Field(15.0, gt=0.0, description="per arm: the most the path's acceleration may ask "
+                             "(sets the duration from the body's mass and inertia)")
     tolerance: Tolerance = Tolerance()
     max_internal: Force = Field(8.0, gt=0.0, description="docked only with the internal force under this")
     hold: Duration = Field(0.3, ge=0.0, description="docked conditions held this long")
@@ -78,15 +88,28 @@ class DockPull(DualArmLeaf):
         p = self.params
         first = self._tools()[0]
         self.start_pose = first @ np.linalg.inv(TOOL_ON_PAD) @ np.linalg.inv(self.pads[0].pad2body)
+        if self.model.mount == "gimbal" and self.predictor.estimate is not None:
+            # the pivot does not move: where the state puts it (a held tool stands its tether's stretch
+            # and its COMPLY offset, millimetres, off its pad; the body it implies is that far off)
+            self.start_pose[:3, 3] = self.predictor.estimate.body2world[:3, 3]
         self.goal = p.dock.matrix()
         shift = float(np.linalg.norm(self.goal[:3, 3] - self.start_pose[:3, 3]))
         if self.model.mount == "gimbal" and shift > p.tolerance.position:
             self.feedback_message = (f"the dock is {shift * 1e3:.0f} mm off the gimbal's pivot: a gimbal-mounted "
                                      "target only turns")
             return Status.FAILURE
-        turn = Rotation.from_matrix(self.goal[:3, :3] @ self.start_pose[:3, :3].T).magnitude()
+        rotation = Rotation.from_matrix(self.goal[:3, :3] @ self.start_pose[:3, :3].T).as_rotvec()
+        turn = float(np.linalg.norm(rotation))
         self.t0 = self.ctx.now
-        self.span = max(p.duration, 1.875 * shift / p.speed, 1.875 * turn / p.angular_speed)
+        start = self.start_pose
+        centre = start[:3, 3]
+        points = np.array([(start @ pad.pad2body)[:3, 3] - centre for pad in self.pads])
+        grasp = gp.make_grasp(points, length=0.0, mobility=self.model.mobility())
+        inertia = start[:3, :3] @ self.model.inertia @ start[:3, :3].T
+        self.force_span = ds.min_jerk_duration(grasp, self.model.mass, inertia, self.goal[:3, 3] - centre,
+                                               rotation, p.max_force)
+        self.span = max(p.duration, 1.875 * shift / p.speed, 1.875 * turn / p.angular_speed, self.force_span)
+        self.record.fields["dock_pull_s"] = round(self.span, 3)
         self.slerp = Slerp([0.0, 1.0], Rotation.from_matrix([self.start_pose[:3, :3], self.goal[:3, :3]]))
         self.calm_since: float | None = None
         self.history: deque[np.ndarray] = deque(maxlen=max(1, round(p.hold / self.ctx.period)))

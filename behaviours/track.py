@@ -12,6 +12,9 @@ YAML::
         method: rigid_body       # or seed: δ = Δ·τ/T between state arrivals
         lead: 0 s                # start tracking this long before the pad faces the arm (seed: 0)
         contact_force: 15 N      # wrist force along the tool's axis that means contact
+        contact_window: 30 ms    # ... as the mean over this long (at least three readings)
+        max_age: 1.5 s           # predict on from a state at most this old, then back off and fail
+        reacquire: 5 s           # waiting: fail when no fresh state has come for this long
 
 After the JPL dual-arm grappling [JPL]: once the spin (from ``/target/<target>/state``) is at or
 below ``max_spin``, the leaf finds when the pad will next face the arm (its normal pointing at
@@ -25,11 +28,17 @@ arrival (T measured between arrivals); ``method: rigid_body`` commands every tic
 predicted by Euler's equations with the target's inertia for ``lookahead`` ahead (default: one
 tick, the time ``servo_l`` takes), so the state's latency and the interval between arrivals are
 compensated. SUCCESS when the wrist reads ``contact_force`` against the tool's axis (the mean of
-the last three readings); the arm's last command runs on (the next leaf, ``grapple``, takes over
-in the same tick). FAILURE, the arm stopped, when the pad has gone by without contact
-(``standoff/closing_speed + grace`` after tracking started: "no contact this revolution"; a
-``retry`` around it backs off to the stand-off and tries on the next revolution), or when the
-state is older than ``max_age``. Writes ``/grapple/<robot>/standoff`` (m, the commanded distance
+the readings over ``contact_window``, 30 ms, and of at least three); the arm's last command
+runs on (the next leaf, ``grapple``, takes over in the same tick). FAILURE, the arm stopped,
+when the pad has gone by without contact (``standoff/closing_speed + grace`` after tracking
+started: "no contact this revolution"; a ``retry`` around it backs off to the stand-off and
+tries on the next revolution). A state that
+stops arriving (a vision dropout) is not followed forever: the rigid-body prediction carries the
+last estimate on for at most ``max_age`` after its time tag; past that the arm backs straight out
+along its tool axis to the stand-off it started from (a ``move_l`` that needs no state) and the
+leaf fails "target lost". Waiting (first phase, or a ``retry``'s next attempt), it plans nothing
+on a state older than ``max_age`` and fails when no fresh one has come for ``reacquire``.
+Writes ``/grapple/<robot>/standoff`` (m, the commanded distance
 to the pad) and ``/grapple/<robot>/phase``.
 """
 
@@ -67,9 +76,14 @@ class TrackParams(MotionParams):
         None, description="rigid_body: predict this far ahead (default: one tick)")
     lead: Duration = Field(0.0, ge=0.0, description="start tracking this long before the pad faces the arm")
     contact_force: Force = Field(15.0, gt=0.0, description="wrist force against the tool's axis meaning contact")
+    contact_window: Duration = Field(0.03, gt=0.0, description="contact: the mean over this long (at least three "
+                                     "readings) reaches contact_force")
     approach_speed: Speed = Field(0.25, gt=0.0, description="move_l speed to the approach pose")
     grace: Duration = Field(0.5, ge=0.0, description="after the closing time, how long to wait for contact")
-    max_age: Duration = Field(1.5, gt=0.0, description="fail when the latest state is older than this")
+    max_age: Duration = Field(1.5, gt=0.0, description="predict on from a state at most this old; past it, back "
+                              "off to the stand-off and fail")
+    reacquire: Duration = Field(5.0, gt=0.0, description="waiting: fail when no state younger than max_age has "
+                                "come for this long")
 
 
 class Track(MotionLeaf):
@@ -97,11 +111,15 @@ class Track(MotionLeaf):
     def start(self) -> Status:
         self.predictor = Predictor(self.model.inertia)
         self.phase = "waiting"
-        self.readings: deque[float] = deque(maxlen=3)
+        # the mean over contact_window, and at least three readings: at a 2 ms tick three readings
+        # span less than the wrist sensor's own 5 ms lag, and its noise does not average out
+        self.readings: deque[float] = deque(maxlen=max(3, round(self.params.contact_window / self.ctx.period)))
         self.state_period = 0.5
         self.last_stamp: float | None = None
         self.seed: gr.SeedTracking | None = None
         self.record = GrappleRecord.of(self.ctx)
+        self.stale_since: float | None = None
+        self.lost = ""
         self._say("waiting")
         return Status.RUNNING
 
@@ -112,11 +130,20 @@ class Track(MotionLeaf):
             if self.last_stamp is not None and message.stamp > self.last_stamp:
                 self.state_period = float(message.stamp - self.last_stamp)
             self.last_stamp = float(message.stamp)
-        if self.predictor.estimate is None:
-            self.feedback_message = "no state of the target yet"
+        if self.phase == "backing off":
+            return self._back_off()
+        age = self.ctx.now - self.predictor.estimate.t if self.predictor.estimate is not None else np.inf
+        if age > self.params.max_age:
+            if self.phase != "waiting":
+                return self._lose(f"state {age:.2f} s old: target lost")
+            self.stale_since = self.ctx.now if self.stale_since is None else self.stale_since
+            if self.ctx.now - self.stale_since >= self.params.reacquire:
+                self.feedback_message = f"no fresh state of the target for {self.params.reacquire:g} s"
+                self.ctx.event("grapple_target_lost", node=self.name, robot=self.params.robot, age=round(age, 4))
+                return Status.FAILURE
+            self.feedback_message = "waiting for a fresh state of the target"
             return Status.RUNNING
-        if self.ctx.now - self.predictor.estimate.t > self.params.max_age and self.phase != "waiting":
-            return self._missed(f"state {self.ctx.now - self.predictor.estimate.t:.2f} s old: target lost")
+        self.stale_since = None
         if self.phase == "waiting":
             return self._wait()
         if self.phase == "approach":
@@ -227,6 +254,29 @@ class Track(MotionLeaf):
     def _servo(self, tool2world: np.ndarray) -> None:
         self.robot.servo_l(self._to_base(tool2world))
         self.commanded("arm", self.robot.stop)
+
+    def _lose(self, why: str) -> Status:
+        """The state went stale: back straight out along the tool's axis to the stand-off, then fail."""
+        self.lost = why
+        self.ctx.event("grapple_target_lost", node=self.name, robot=self.params.robot, phase=self.phase)
+        if self.phase != "tracking":  # still at (or on the way to) the approach pose: clear of the pad
+            self.finished("arm")
+            self.robot.stop()
+            return self._missed(why)
+        tool = self._tool()
+        closed = self.params.standoff - self._standoff(self.ctx.now)
+        out = tool.copy()
+        out[:3, 3] -= tool[:3, 2] * max(closed, 0.0)  # the tool's z points at the pad
+        self.move_l(self._to_base(out), self.params.approach_speed, 1.2)
+        self._say("backing off")
+        self.write(f"/grapple/{self.params.robot}/standoff", self.params.standoff)
+        self.feedback_message = f"{why}: backing off {closed * 1e3:.0f} mm"
+        return Status.RUNNING
+
+    def _back_off(self) -> Status:
+        if not self.arrived():
+            return Status.RUNNING
+        return self._missed(self.lost)
 
     def _missed(self, why: str) -> Status:
         self.misses += 1

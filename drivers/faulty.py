@@ -1,7 +1,7 @@
-"""Fault-injecting wrappers around any ``Robot``, ``Camera`` or ``Latch``.
+"""Fault-injecting wrappers around any ``Robot``, ``Camera``, ``Latch`` or target state sensor.
 
-``FaultyRobot``, ``FaultyCamera`` and ``FaultyLatch`` implement the same protocols as what they
-wrap and forward every call, so the executive and the behaviours run the code they run on
+``FaultyRobot``, ``FaultyCamera``, ``FaultyLatch`` and ``FaultyStateSensor`` implement the same
+protocols as what they wrap and forward every call, so the executive and the behaviours run the code they run on
 hardware; an effect switched on by :class:`orbitree.faults.injector.FaultInjector` changes what a call
 returns or does. Effects are keyed by the id of the fault that switched them on, so overlapping
 faults combine (two biases add up) and each ends on its own (``remove(fault_id)``). With no
@@ -461,3 +461,42 @@ class FaultyLatch:
             self._was_jammed = bool(self._inner.jammed)
             self._inner.jammed = True
         return LatchState.FAULT
+
+
+class FaultyStateSensor:
+    """A target state sensor (``orbitree.drivers.state_sensor.StateSensor``) whose messages a
+    fault can withhold (``drop``).
+
+    While dropped, ``poll()`` still runs the wrapped sensor (it keeps its own schedule) and
+    returns no message: every message that arrives meanwhile is lost, as a vision system that has
+    lost its target sends nothing. When the effect is removed, messages arrive again.
+    """
+
+    def __init__(self, inner: Any, clock: Clock) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._drop: set[int] = set()
+        self.lost = 0  # messages withheld
+
+    @property
+    def inner(self) -> Any:
+        return self._inner
+
+    def __getattr__(self, attr: str) -> Any:  # period, latency, covariance, measure
+        return getattr(self._inner, attr)
+
+    def drop(self, fault_id: int) -> None:
+        self._drop.add(fault_id)
+
+    def remove(self, fault_id: int) -> None:
+        self._drop.discard(fault_id)
+
+    def clear(self) -> None:
+        self._drop.clear()
+
+    def poll(self, now: float, tolerance: float = 1e-9) -> list[Any]:
+        arrived = self._inner.poll(now, tolerance)
+        if self._drop:
+            self.lost += len(arrived)
+            return []
+        return arrived

@@ -164,3 +164,36 @@ def despin_pad_pose(profile: DespinProfile, t: float, pad2world: np.ndarray, cen
     out[:3, :3] = turn @ pose[:3, :3]
     out[:3, 3] = pivot + turn @ (pose[:3, 3] - pivot)
     return out
+
+
+MIN_JERK_PEAK = 10.0 / math.sqrt(3.0)
+"""Peak of the minimum-jerk blend's second derivative, ``s''`` at ``τ = (3 − √3)/6``: a move of
+``x`` in ``T`` s peaks at ``x·10/(√3 T²)``."""
+
+
+def min_jerk_duration(grasp: Grasp, mass: float, inertia: np.ndarray, shift: np.ndarray, turn: np.ndarray,
+                      max_force: float) -> float:
+    """The shortest duration (s) of a minimum-jerk move of a held body that asks at most
+    ``max_force`` (N) of any arm.
+
+    ``shift`` (3,) m and ``turn`` (3,) rad (a rotation vector) are the move, world axes, its
+    translation and rotation blended together; ``inertia`` (3, 3) kg·m² is the body's about its
+    centre of mass in world axes at the start, ``mass`` kg. Linear and angular accelerations peak
+    together at ``MIN_JERK_PEAK/T²`` of the move, so the peak net wrench is
+    ``[m·shift, I·turn]·MIN_JERK_PEAK/T²`` and its internal-free distribution over the grasp
+    (:func:`orbitree.skills.grasp.distribute`: what a mount takes, or a moment about the line
+    through two point contacts, is left out) scales with ``1/T²``: ``T = √(f₁/max_force)``, ``f₁``
+    the largest per-arm force at ``T = 1 s``. The gyroscopic torque ``ω × Iω`` is neglected (second
+    order in the small rate of a despun body's move). 0 for no move.
+    """
+    shift = check_vector(shift, 3, "shift")
+    turn = check_vector(turn, 3, "turn")
+    inertia = np.asarray(inertia, dtype=float)
+    if inertia.shape != (3, 3) or not np.isfinite(inertia).all():
+        raise ValueError(f"inertia must be a finite (3, 3) matrix, got shape {inertia.shape}")
+    if not mass > 0.0:
+        raise ValueError(f"mass must be > 0 kg, got {mass}")
+    limit = _positive(max_force, "max_force")
+    net = MIN_JERK_PEAK * np.concatenate([mass * shift, inertia @ turn])
+    per_arm = float(np.linalg.norm(distribute(grasp, net)[:, :3], axis=1).max())
+    return math.sqrt(per_arm / limit)

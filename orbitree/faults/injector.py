@@ -15,11 +15,12 @@ from typing import Any, Protocol
 import numpy as np
 import py_trees
 
-from orbitree.drivers.faulty import FaultyCamera, FaultyLatch, FaultyRobot
+from orbitree.drivers.faulty import FaultyCamera, FaultyLatch, FaultyRobot, FaultyStateSensor
 from orbitree.faults.schedule import ScheduledFault
 from orbitree.language.fault_spec import (
     CAMERA_KINDS,
     RobotFault,
+    StateSensorDropoutFault,
     TargetBumpedFault,
     TickOverrunFault,
     find_nodes,
@@ -62,6 +63,14 @@ class Arm(Protocol):
     def replace_driver(self, robot: Any) -> None: ...
 
 
+class SensedTarget(Protocol):
+    """What the injector needs of a satellite's state sensor device
+    (``orbitree.runtime.space.StateSensorDevice``): its target's name and the sensor it polls."""
+
+    target: str
+    sensor: Any
+
+
 class FaultInjector:
     """Plays a fault schedule on the drivers and the tree of one run.
 
@@ -79,6 +88,7 @@ class FaultInjector:
         self.robots: dict[str, FaultyRobot] = {}
         self.cameras: dict[str, FaultyCamera] = {}
         self.latches: dict[str, FaultyLatch] = {}
+        self.state_sensors: dict[str, FaultyStateSensor] = {}  # by target
         self._entries: list[ScheduledFault] = []
         self._overruns: dict[int, _Overrun] = {}  # by node id
         self._ctx: Context | None = None
@@ -87,8 +97,10 @@ class FaultInjector:
         self._simulated = True
 
     # setting up ----------------------------------------------------------------------------
-    def install(self, ctx: Context, arms: Sequence[Arm], tree: BuiltTree, *, simulated: bool = True) -> None:
-        """Wrap the drivers of every arm (below the command recorder) and schedule the faults."""
+    def install(self, ctx: Context, arms: Sequence[Arm], tree: BuiltTree, *, simulated: bool = True,
+                sensors: Sequence[SensedTarget] = ()) -> None:
+        """Wrap the drivers of every arm (below the command recorder) and the satellites' state
+        sensors, and schedule the faults."""
         self._ctx, self._tree, self._simulated = ctx, tree, simulated
         self._arms = list(arms)
         clock = self._now
@@ -104,6 +116,8 @@ class FaultInjector:
             if device.latch is not None:
                 travel = device.spec.latch.travel_time if device.spec.latch is not None else 1.0
                 device.latch = self.latches[name] = FaultyLatch(device.latch, clock, travel)
+        for device in sensors:
+            device.sensor = self.state_sensors[device.target] = FaultyStateSensor(device.sensor, clock)
         for fault in self.faults:
             self._schedule(fault, arms)
 
@@ -124,6 +138,10 @@ class FaultInjector:
             target, problem = resolve_name(fault.target, list(self._ctx.targets), "target")
             if problem:
                 raise ValueError(f"target_bumped: {problem}")
+        if isinstance(fault, StateSensorDropoutFault):
+            target, problem = resolve_name(fault.target, list(self.state_sensors), "target")
+            if problem:
+                raise ValueError(f"state_sensor_dropout: {problem} (targets with a state sensor)")
         nodes = find_nodes(self._tree.specs, fault.when_node) if fault.when_node is not None else []
         entry = ScheduledFault(len(self._entries), fault, robot, target, nodes, fault.at)
         self._entries.append(entry)
@@ -178,7 +196,8 @@ class FaultInjector:
         for entry in self._entries:
             if entry.state == "active":
                 self._deactivate(entry, now)
-        for wrapper in (*self.robots.values(), *self.cameras.values(), *self.latches.values()):
+        for wrapper in (*self.robots.values(), *self.cameras.values(), *self.latches.values(),
+                        *self.state_sensors.values()):
             wrapper.clear()
 
     def not_injected(self, now: float) -> list[dict[str, Any]]:
@@ -238,6 +257,8 @@ class FaultInjector:
             for wrappers in (self.robots, self.cameras, self.latches):
                 if entry.robot in wrappers:
                     wrappers[entry.robot].remove(i)
+        if entry.target in self.state_sensors:
+            self.state_sensors[entry.target].remove(i)
         for overrun in self._overruns.values():
             overrun.delays.pop(i, None)
         self._ctx.event("fault", fault=entry.spec.kind, phase="end", id=i, t=now)
@@ -276,6 +297,8 @@ class FaultInjector:
             robot.delay_commands(i, fault.delay)
         elif kind == "latch_failure":
             self.latches[entry.robot].jam(i)
+        elif kind == "state_sensor_dropout":
+            self.state_sensors[entry.target].drop(i)
         elif kind == "tick_overrun":
             for node in find_nodes(self._tree.specs, fault.node):
                 self._overruns[node].delays[i] = fault.delay

@@ -60,6 +60,9 @@ target_bumped       ``offset`` (pose),         the target is pushed by ``offset`
                                                ``fault_not_injected`` event)
 latch_failure       —                          ``close()`` does not reach the hooks; the latch
                                                reports CLOSING for its travel time, then FAULT
+state_sensor_dropout ``target`` (default: the   a satellite's state sensor delivers no message:
+                    only satellite with a      ``/target/<name>/state`` keeps its last message
+                    ``state_sensor``)          (with its old stamp) and goes stale
 =================== ========================== ==============================================
 
 Timing. A fault with ``at`` starts at the first tick at or after that time, before the drivers
@@ -285,6 +288,14 @@ class LatchFailureFault(RobotFault):
     kind: Literal["latch_failure"]
 
 
+class StateSensorDropoutFault(FaultBase):
+    """A satellite's state sensor (``targets.<name>.state_sensor``) stops delivering messages."""
+
+    kind: Literal["state_sensor_dropout"]
+    target: str | None = Field(
+        None, description="the satellite (default: the mission's only target with a state_sensor)")
+
+
 FAULT_MODELS: tuple[type[FaultBase], ...] = (
     CameraDropoutFault,
     MarkerOcclusionFault,
@@ -299,6 +310,7 @@ FAULT_MODELS: tuple[type[FaultBase], ...] = (
     TickOverrunFault,
     TargetBumpedFault,
     LatchFailureFault,
+    StateSensorDropoutFault,
 )
 FAULT_KINDS: dict[str, type[FaultBase]] = {
     get_args(cls.model_fields["kind"].annotation)[0]: cls for cls in FAULT_MODELS
@@ -371,7 +383,8 @@ FaultSpec = Annotated[
     | CommandLatencyFault
     | TickOverrunFault
     | TargetBumpedFault
-    | LatchFailureFault,
+    | LatchFailureFault
+    | StateSensorDropoutFault,
     Field(discriminator="kind"),
     WrapValidator(_one_fault),
 ]
@@ -432,6 +445,11 @@ def resolve_name(wanted: str | None, declared: Sequence[str], what: str) -> tupl
     return None, f"name the {what} ('{what}: ...'): the mission has several ({', '.join(declared)})"
 
 
+def sensed_targets(targets: dict[str, Any]) -> list[str]:
+    """Names of the targets with a ``state_sensor`` (what a state_sensor_dropout can act on)."""
+    return [name for name, spec in targets.items() if getattr(spec, "state_sensor", None) is not None]
+
+
 def fault_diagnostics(model: Any, root: NodeSpec, source: Any) -> list[Diagnostic]:
     """Problems of ``faults:`` and ``substitute:`` that need the whole mission to see.
 
@@ -460,6 +478,12 @@ def fault_diagnostics(model: Any, root: NodeSpec, source: Any) -> list[Diagnosti
             _, problem = resolve_name(fault.target, list(model.targets), "target")
             if problem:
                 errors.append(source.at(("faults", i, "target"), f"{where}: {problem}"))
+        if isinstance(fault, StateSensorDropoutFault):
+            _, problem = resolve_name(fault.target, sensed_targets(model.targets), "target")
+            if problem:
+                problem = problem.replace("'targets:'", "'targets:' with a state_sensor")
+                errors.append(source.at(("faults", i, "target") if fault.target else ("faults", i),
+                                        f"{where}: {problem}"))
         if not isinstance(fault, RobotFault):
             continue
         robot, problem = resolve_name(fault.robot, list(model.robots), "robot")

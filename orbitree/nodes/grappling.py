@@ -304,6 +304,14 @@ class DualArmLeaf(MotionLeaf):
             arm.servo_l(np.linalg.solve(self.bases[i], goal))
         return Status.RUNNING
 
+    def held_pads(self, forces: np.ndarray) -> np.ndarray:
+        """(2, 3) m, world: where the held pads are, from the arms' own kinematics: each tool's
+        position less its tether's stretch (the arm pushes the body with ``forces`` (2, 3) by
+        standing ``f/k`` past its pad)."""
+        tools = self._tools()
+        return np.array([tool[:3, 3] - f / pad.stiffness for tool, f, pad in zip(tools, forces, self.pads,
+                                                                                   strict=True)])
+
     def anchor(self) -> None:
         """Start each arm's COMPLY transform at its tool's offset from its pad on the reference now."""
         body = self.body(self.ctx.now)

@@ -117,11 +117,16 @@ class Executive:
                 camera.render_beside()
         py_trees.blackboard.Blackboard.clear()
         # fault injection: stubs for substituted leaves, then the injector wraps the arms'
-        # drivers and the nodes a tick_overrun names
+        # drivers, the satellites' state sensors and the nodes a tick_overrun names
         self.tree = build_tree(substitute_leaves(self.mission.root, model.substitute, self.ctx), self.ctx)
         self.injector = FaultInjector(model.faults, seed=seed)
         arms = [d for d in self.drivers if isinstance(d, RobotDevice)]
-        self.injector.install(self.ctx, arms, self.tree, simulated=self.clock == "sim")
+        sensors = []
+        if any(t.kind == "satellite" for t in model.targets.values()):  # as build_devices: space on demand
+            from orbitree.runtime.space import StateSensorDevice
+
+            sensors = [d for d in self.drivers if isinstance(d, StateSensorDevice)]
+        self.injector.install(self.ctx, arms, self.tree, simulated=self.clock == "sim", sensors=sensors)
         self._disconnected: set[str] = set()  # drivers whose read raised DriverDisconnected
         # the safety monitor (after any hooks given) and the recovery tree it hands control to
         self.recovery = build_tree(self.mission.recovery, self.ctx) if self.mission.recovery else None

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.faulty import FaultyCamera, FaultyLatch, FaultyRobot, hide_markers
+from orbitree.drivers.faulty import FaultyCamera, FaultyLatch, FaultyRobot, FaultyStateSensor, hide_markers
 from orbitree.drivers.interfaces import DriverDisconnected, Frame, LatchState, RobotState
 from orbitree.drivers.sim_camera import board_scene_camera
 from orbitree.drivers.sim_latch import SimLatch
 from orbitree.drivers.sim_robot import SimRobot
+from orbitree.drivers.state_sensor import StateSensor
 from orbitree.skills.board import estimate_board_pose, sirom_board, sirom_board_model
 
 
@@ -341,3 +342,23 @@ def test_a_wall_clock_tick_overrun_sleeps_for_its_delay(tmp_path):
     tree.root.tick_once()
     assert time.perf_counter() - started < 0.04
     assert [r["end"] for r in injector.records] == [0.1]
+
+
+def test_state_sensor_dropout_withholds_every_message_while_active_and_the_sensor_keeps_its_schedule():
+    truth = (np.eye(4), np.zeros(3), np.array([0.0, 0.0, 0.2]))
+    sensor = StateSensor(lambda: truth, rate=2.0, latency=0.1, covariance=np.zeros((12, 12)),
+                         rng=np.random.default_rng(0))
+    faulty = FaultyStateSensor(sensor, clock=lambda: 0.0)
+    ticks = np.round(np.arange(0.0, 3.0, 0.02), 6)
+    got = {}
+    for t in ticks:
+        if t == 1.0:
+            faulty.drop(4)
+        if t == 2.0:
+            faulty.remove(4)
+        got.update({m.stamp: t for m in faulty.poll(float(t))})
+    # measured every 0.5 s, delivered 0.1 s later; those arriving in [1, 2) s are lost
+    assert sorted(got) == [0.0, 0.5, 2.0, 2.5]
+    assert got[2.0] == pytest.approx(2.1)
+    assert faulty.lost == 2  # the messages of 1.0 and 1.5 s
+    assert faulty.period == 0.5  # everything else is the sensor's

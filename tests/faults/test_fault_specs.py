@@ -6,6 +6,8 @@ is written on line 12, as ``  - {...}``, so its ``{`` is column 5.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from orbitree.behaviours.catalogue import mission_schema
@@ -51,6 +53,9 @@ CASES = {
                           [(5, "needs a target, and the mission declares no 'targets:'")]),
     "unknown-overrun-node": ("{at: 1 s, kind: tick_overrun, node: sleep, delay: 10 ms}",
                              [(41, "node: no node named (or of kind) 'sleep'")]),
+    "state-dropout-without-a-sensor": ("{at: 1 s, kind: state_sensor_dropout}",
+                                       [(5, "faults[0] (state_sensor_dropout): needs a target, and the mission "
+                                            "declares no 'targets:' with a state_sensor")]),
 }
 
 
@@ -117,5 +122,28 @@ substitute:
     schema = mission_schema()
     kinds = {schema["$defs"][ref["$ref"].rsplit("/", 1)[1]]["properties"]["kind"]["const"]
              for ref in schema["properties"]["faults"]["items"]["oneOf"]}
-    assert kinds == set(FAULT_KINDS) and len(kinds) == 13
+    assert kinds == set(FAULT_KINDS) and len(kinds) == 14
     assert "substitute" in schema["properties"]
+
+
+JPL = Path(__file__).resolve().parents[2] / "missions" / "jpl_grapple.yaml"
+
+
+def test_state_sensor_dropout_validates_on_a_satellite_with_a_state_sensor(capsys):
+    fault = "faults=[{when: despin RUNNING, kind: state_sensor_dropout, for: 2 s}]"
+    assert main(["validate", str(JPL), "--set", fault]) == 0
+    capsys.readouterr()
+    named = "faults=[{at: 1 s, kind: state_sensor_dropout, target: mockup}]"
+    assert main(["validate", str(JPL), "--set", named]) == 0
+
+
+def test_state_sensor_dropout_of_a_target_without_a_state_sensor_is_reported_at_its_target(tmp_path, capsys):
+    text = BASE + """targets:
+  sirom: {pose: [-0.6, 0.1, 0.1, 0, 0, 30]}
+faults:
+  - {at: 1 s, kind: state_sensor_dropout, target: sirom}
+"""
+    code, err, _ = validate(tmp_path, capsys, text)
+    assert code == 2
+    assert err.startswith(f"{tmp_path / 'm.yaml'}:14:51: faults[0] (state_sensor_dropout): target 'sirom' is not "
+                          "declared in 'targets:' with a state_sensor (declared: none)")

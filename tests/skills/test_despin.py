@@ -104,3 +104,25 @@ def test_despin_inputs_are_checked():
     with pytest.raises(ValueError, match="cannot make a torque"):  # forces only, axis through both pads
         ds.max_despin_torque(gp.make_grasp(PADS, length=0.0), [1, 0, 0], max_force=10.0)
     assert ds.plan_despin(np.zeros(3), 5.0).duration == 0.0
+
+
+def test_a_minimum_jerk_move_of_the_found_duration_asks_exactly_max_force_of_the_busiest_arm():
+    # the ETS-VII body held at two pads 0.9 m either side of its centre, turned 25 deg about z and
+    # moved 200 mm along x: sample the blend's acceleration over the move, distribute the wrench
+    inertia = np.array([[6206.0, 48.16, 78.52], [48.16, 3541.0, -29.22], [78.52, -29.22, 7087.0]])
+    grasp = gp.make_grasp(np.array([[0.0, 0.9, 0.0], [0.0, -0.9, 0.0]]), length=0.0)
+    shift, turn = np.array([0.2, 0.0, 0.0]), np.array([0.0, 0.0, np.radians(25.0)])
+    span = ds.min_jerk_duration(grasp, 2552.0, inertia, shift, turn, max_force=15.0)
+    tau = np.linspace(0.0, 1.0, 20001)
+    blend_acc = (60 * tau - 180 * tau**2 + 120 * tau**3) / span**2  # s''(t) of 10s³ - 15s⁴ + 6s⁵
+    forces = [np.linalg.norm(gp.distribute(grasp, np.concatenate([2552.0 * a * shift, a * inertia @ turn]))[:, :3],
+                             axis=1).max() for a in blend_acc]
+    assert max(forces) == pytest.approx(15.0, rel=1e-6)
+    assert span == pytest.approx(27.4, abs=0.3)  # the turn dominates: ~I·α / (2 · 0.9 m)
+    # four times the force allowed: half the time
+    assert ds.min_jerk_duration(grasp, 2552.0, inertia, shift, turn, 60.0) == pytest.approx(span / 2)
+    assert ds.min_jerk_duration(grasp, 2552.0, inertia, np.zeros(3), np.zeros(3), 15.0) == 0.0
+    with pytest.raises(ValueError, match="max_force"):
+        ds.min_jerk_duration(grasp, 2552.0, inertia, shift, turn, 0.0)
+    with pytest.raises(ValueError, match="mass"):
+        ds.min_jerk_duration(grasp, 0.0, inertia, shift, turn, 15.0)

@@ -344,3 +344,28 @@ def test_the_page_gets_poses_and_wrenches_with_units_live_and_replayed():
     replayed = ViewState(state.header, "replay")  # a log holds lists
     replayed.apply(1, 0.008, 0.1, {0: "RUNNING"}, bb={"/robot/arm/tcp_pose": pose.tolist()})
     assert replayed.init_message({})["bb_text"]["/robot/arm/tcp_pose"].startswith("xyz [600.0, -200.0, 50.0] mm")
+
+
+def test_the_jpl_grapple_run_plots_both_arms_wrenches_through_contact():
+    # the seed's mission to just past the first contact (5.2 s): both arms' wrist wrenches reach
+    # the page as force/torque series, and the pressing of the Velcro shows in them
+    mission = load_mission(Path(__file__).resolve().parents[2] / "missions" / "jpl_grapple.yaml",
+                           ["max_duration=5.6 s"])
+    view = WebView(port=0)
+    view.listen()
+    reader = EventReader(view.port)
+    reader.start()
+    wait_until(lambda: view.viewers == 1, what="a viewer")
+    Executive(mission, views=[view]).run()
+    reader.join(timeout=20)
+    series: dict[str, list] = {}
+    for message in reader.messages:
+        for name, rows in message.get("series", {}).items():
+            series.setdefault(name, []).extend(rows)
+    assert {"force:left", "force:right", "torque:left", "torque:right"} <= set(series)
+    for robot in ("left", "right"):
+        rows = np.array(series[f"force:{robot}"], dtype=float)
+        assert rows[-1, 0] > 5.5 and len(rows) > 100  # sampled through the run (50 Hz at most)
+        assert np.linalg.norm(rows[rows[:, 0] > 5.2, 1:], axis=1).max() > 15.0  # the contact, pressed
+    shown = {key for message in reader.messages for key in message.get("bb", {})}
+    assert {"/robot/left/wrench", "/robot/right/wrench", "/grapple/internal_force"} <= shown
