@@ -313,16 +313,6 @@ class SimRobot:
     def tcp2flange(self) -> np.ndarray:
         return self._tool.copy()
 
-    @property
-    def table(self) -> kin.DHTable:
-        """The nominal kinematics the controller computes with."""
-        return self._table
-
-    @property
-    def true_table(self) -> kin.DHTable:
-        """The kinematics the arm is built to (``tcp2base()`` and the camera use it)."""
-        return self._true_table
-
     def set_tool(self, tcp2flange: np.ndarray) -> None:
         """Make ``tcp2flange`` (4, 4) the TCP (URScript ``set_tcp``): poses read and commanded from
         now on are the new TCP's. The camera stays where it is on the flange; a running motion
