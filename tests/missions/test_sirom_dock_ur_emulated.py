@@ -31,10 +31,15 @@ def test_sirom_dock_through_ur_rtde_docks_with_the_sim_drivers_final_errors(tmp_
     assert sim_code == 0, sim["reason"]
     assert code == 0, emulated["reason"]
     assert emulated["in_capture_envelope"] is True and emulated["safety_violations"] == []
-    # the same capture pose as the lockstep run, within what the approach's own stopping rule
-    # leaves open (‖e‖ < 0.001: 1 mm, 0.057 deg), since wall-clock ticks end it at another instant
-    for key, tolerance in (("x_mm", 1.0), ("y_mm", 1.0), ("z_mm", 1.0), ("rx_deg", 0.06), ("ry_deg", 0.06),
-                           ("rz_deg", 0.06)):
-        assert abs(emulated["final_error"][key] - sim["final_error"][key]) <= tolerance, key
-        assert abs(emulated["final_error_true"][key] - sim["final_error_true"][key]) <= tolerance, key
+    assert emulated["in_capture_envelope_true"] is True
+    # the same capture pose as the lockstep run, as the estimate sees it, within what the
+    # approach's own stopping rule leaves open (‖e‖ < 0.001: 1 mm, 0.057 deg): wall-clock ticks
+    # end it at another instant. By ground truth within 1 mm and 0.5 deg: the wall-clock runs'
+    # true tilt about x at capture spread over 0.11-0.24 deg from the lockstep run's in three runs
+    # on a loaded machine while their estimates agreed (the estimate's own timing: frames stamped
+    # against an arm stepped in another process), far inside the envelope's 5 mm and 1.5 deg
+    for key, estimate, truth in (("x_mm", 1.0, 1.0), ("y_mm", 1.0, 1.0), ("z_mm", 1.0, 1.0),
+                                 ("rx_deg", 0.06, 0.5), ("ry_deg", 0.06, 0.5), ("rz_deg", 0.06, 0.5)):
+        assert abs(emulated["final_error"][key] - sim["final_error"][key]) <= estimate, key
+        assert abs(emulated["final_error_true"][key] - sim["final_error_true"][key]) <= truth, key
     assert emulated["max_contact_force_n"] < 80.0  # the hooks' 60 N and the sensor's noise
