@@ -31,8 +31,10 @@ install-test: $(VENV)/.installed-test
 run: $(VENV)/.installed-run
 	$(BIN)/orbitree run $(MISSION) --realtime --view terminal
 
+# the suite on two worker processes (pytest-xdist), each test file whole on one worker: the UR
+# emulator tests of a file serve on loopback addresses chosen per test and must not run side by side
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet ruff

@@ -107,6 +107,7 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
 
 
+@pytest.mark.timeout(900)  # many commands, each bounded by COMMAND_TIMEOUT_S; the suite's 300 s is per test
 def test_every_command_runs(tmp_path):
     work = tmp_path / "work"  # commands write run.json, report/ ... here, reading the repository's files
     work.mkdir()
