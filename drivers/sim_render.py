@@ -392,14 +392,23 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
         if sample is not None:
             _composite(canvas[y0:y1, x0:x1], sample)
             return
-    if k > 1:
-        rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
-    if no_horizon:  # no horizon in view
+    if no_horizon and k > 1:
+        # texture coordinates of the pixel centres, interpolated to the k x k samples: the
+        # homography bends them by ~1e-4 texel over a pixel (the ray table's own interpolation
+        # is of that order), k * k times fewer points to transform
+        coords = cv2.perspectiveTransform(rays, ray2tex)
+        coords = cv2.resize(coords, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
+    elif no_horizon:  # no horizon in view
         coords = cv2.perspectiveTransform(rays, ray2tex)
     else:
+        if k > 1:
+            rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
         coords = _rays_to_texture_clipped(rays, ray2tex, plane2cam)
     opaque = texture.ndim == 2
     border = float("nan") if opaque else 0.0
+    # an opaque texture sampled wholly inside (every bilinear neighbour a texel, remap's 1/32
+    # texel rounding included): no NaN to mask out
+    inside = opaque and _within_texture(coords, texture.shape)
     sample = cv2.remap(
         texture, coords, None, cv2.INTER_LINEAR,
         borderMode=cv2.BORDER_CONSTANT, borderValue=(border, border, 0.0, 0.0),
@@ -409,10 +418,21 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
     if half:
         sample = cv2.resize(sample, (2 * w2, 2 * h2), interpolation=cv2.INTER_LINEAR)[:h, :w]
     roi = canvas[y0:y1, x0:x1]
-    if opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
+    if inside:
+        roi[...] = sample
+    elif opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
         np.copyto(roi, sample, where=~np.isnan(sample))
     else:
         _composite(roi, sample)
+
+
+def _within_texture(coords: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """All texture coordinates (h, w, 2) (x, y) of a box of pixels at least 1/16 texel inside
+    [0, w - 1] x [0, h - 1]; judged on the box's border, which holds the extremes (the rays to
+    texture map is a homography with no horizon in the box, the pixels to rays map continuous)."""
+    rim = np.concatenate([coords[0], coords[-1], coords[:, 0], coords[:, -1]])
+    low, high = rim.min(axis=0), rim.max(axis=0)
+    return bool(low.min() >= 1 / 16 and high[0] <= shape[1] - 1 - 1 / 16 and high[1] <= shape[0] - 1 - 1 / 16)
 
 
 def _composite(roi: np.ndarray, sample: np.ndarray) -> None:
