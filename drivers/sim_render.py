@@ -10,16 +10,24 @@ the *undistorted* viewing ray (a per-camera lookup table, computed once with
 coordinates, and the texture is sampled there. So lens distortion is exact per pixel and nothing
 is resampled twice.
 
-Anti-aliasing: inside the patch's bounding box the rays are supersampled ``k x k`` per pixel
-(bilinear interpolation of the ray table, exact to well below 1e-3 px for smooth distortion),
-the texture is sampled bilinearly and the samples are box-averaged (``INTER_AREA``), i.e. each
-pixel integrates the scene over its area. Marker textures come as a pyramid of exact power-of-two
+Anti-aliasing: inside the patch's bounding box each pixel gets ``k x k`` samples (the texture
+coordinates of the pixel centres, from the ray table through the homography, interpolated
+bilinearly to the samples: the homography bends them by ~1e-4 texel over a pixel, the ray table's
+own interpolation is exact to well below 1e-3 px for smooth distortion; where the plane's horizon
+is in view the rays themselves are interpolated), the texture is sampled bilinearly and the
+samples are box-averaged (``INTER_AREA``), i.e. each pixel integrates the scene over its area.
+When the cells of a large patch span 8 pixels or more, only the pixels whose 3x3 neighbourhood of
+centre samples is not uniform (its edges) are supersampled; the others lie inside one cell and
+keep their centre sample. Marker textures come as a pyramid of exact power-of-two
 resolutions (2 texels per marker cell at level 0, cell edges on texel edges) and the level is
 chosen so that one texel spans 2/k to 4/k output pixels: the bilinear ramp of a black/white edge
 then covers at least two samples, so a rendered edge moves continuously with the pose (no 1/k
 quantisation bias), and stays sharp (a ramp of at most one pixel, like a 0.3 px blur). Checked
 in the tests: a rendered square's summed intensity equals its projected area and its intensity
-centroid sits within 0.03 px of the projected centroid, through the distorted lens.
+centroid sits within 0.03 px of the projected centroid, through the distorted lens. Uniform
+faces (:func:`polygon_patch`) get the same 4x4 point-sampled coverage, counted per sample row
+from its crossings with the projected outline, for all faces of a body at once: the interior is
+filled, only edge pixels are composited, so the cost goes with the outline, not the area.
 
 Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``.
 
