@@ -450,8 +450,7 @@ class SimCamera:
         sigma = cv2.addWeighted(signal, s.shot_noise_gain, signal, 0.0, s.read_noise_dn**2, dst=albedo)
         cv2.sqrt(cv2.max(sigma, 0.0, dst=sigma), dst=sigma)
         noise = self._standard_normal(work)
-        cv2.add(signal, cv2.multiply(noise, sigma, dst=noise), dst=noise)
-        image = cv2.convertScaleAbs(cv2.max(noise, 0.0, dst=noise))  # rounds and saturates at 255
+        image = cv2.add(signal, cv2.multiply(noise, sigma, dst=noise), dtype=cv2.CV_8U)  # rounds, saturates
         if s.gamma != 1.0:
             lut = 255.0 * (np.arange(256) / 255.0) ** (1.0 / s.gamma)
             image = cv2.LUT(image, np.clip(np.rint(lut), 0, 255).astype(np.uint8))

@@ -16,9 +16,7 @@ bilinearly to the samples: the homography bends them by ~1e-4 texel over a pixel
 own interpolation is exact to well below 1e-3 px for smooth distortion; where the plane's horizon
 is in view the rays themselves are interpolated), the texture is sampled bilinearly and the
 samples are box-averaged (``INTER_AREA``), i.e. each pixel integrates the scene over its area.
-When the cells of a large patch span 8 pixels or more, only the pixels whose 3x3 neighbourhood of
-centre samples is not uniform (its edges) are supersampled; the others lie inside one cell and
-keep their centre sample. Marker textures come as a pyramid of exact power-of-two
+Marker textures come as a pyramid of exact power-of-two
 resolutions (2 texels per marker cell at level 0, cell edges on texel edges) and the level is
 chosen so that one texel spans 2/k to 4/k output pixels: the bilinear ramp of a black/white edge
 then covers at least two samples, so a rendered edge moves continuously with the pose (no 1/k
@@ -335,15 +333,22 @@ def render_patches(
     after the other); each run of uniform polygon faces is projected and filled with one set of
     array operations (:func:`_fill_polygons`), the per-face cost of a solid being mostly Python."""
     faces: list[tuple[np.ndarray, float]] = []
-    for patch in patches:
-        plane2cam = body2cam[:3, :3] @ patch.plane2body
-        plane2cam[:, 2] += body2cam[:3, 3]
-        if patch.normal is not None and (body2cam[:3, :3] @ patch.normal) @ plane2cam[:, 2] >= 0.0:
-            continue  # a back face: the camera is behind its plane
-        outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
-        in_front = outline_cam[:, 2] > NEAR_Z_M
-        if not in_front.any():
-            continue
+    if not patches:
+        return
+    # every patch's plane in the camera frame, back faces and outlines at once
+    rot = body2cam[:3, :3]
+    plane2cam_all = np.matmul(rot, np.stack([patch.plane2body for patch in patches]))
+    plane2cam_all[:, :, 2] += body2cam[:3, 3]
+    normals = np.stack([_NO_NORMAL if patch.normal is None else patch.normal for patch in patches])
+    facing = np.einsum("pi,pi->p", normals @ rot.T, plane2cam_all[:, :, 2]) < 0.0  # no normal: 0 < 0 false
+    one_sided = np.array([patch.normal is not None for patch in patches])
+    outline_all = np.matmul(plane2cam_all[:, :, :2], np.stack([patch.outline_plane for patch in patches])
+                            .transpose(0, 2, 1)) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
+    in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
+    visible = (~one_sided | facing) & in_front_all.any(axis=1)
+    for index in np.flatnonzero(visible).tolist():
+        patch, plane2cam = patches[index], plane2cam_all[index]
+        outline_cam, in_front = outline_all[index].T, in_front_all[index]
         if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
             continue  # crosses the camera's plane but the part in front is out of view
         if patch.polygon is not None:
@@ -395,11 +400,6 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
         h2, w2 = (h + 1) // 2, (w + 1) // 2
         rays = table.half_rays(x0, y0, x1, y1)
     no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
-    if k > 1 and no_horizon and texture.ndim == 3 and h * w >= EDGE_MIN_PIXELS:
-        sample = _supersample_edges(texture, ray2tex, table, x0, y0, x1, y1, k, 2**level)
-        if sample is not None:
-            _composite(canvas[y0:y1, x0:x1], sample)
-            return
     if no_horizon and k > 1:
         # texture coordinates of the pixel centres, interpolated to the k x k samples: the
         # homography bends them by ~1e-4 texel over a pixel (the ray table's own interpolation
@@ -449,55 +449,8 @@ def _composite(roi: np.ndarray, sample: np.ndarray) -> None:
     roi += sample[..., 0]
 
 
-EDGE_MIN_PIXELS = 48 * 48  # a supersampled patch smaller than this in the image is sampled whole
-EDGE_MIN_CELL_PX = 8.0  # narrowest cell (pixels) for which edge-only supersampling pays (>= 2 to be exact)
-EDGE_MAX_SHARE = 0.5  # supersampling only the edge pixels pays when they are at most this share
-
-
-def _supersample_edges(texture: np.ndarray, ray2tex: np.ndarray, table: RayTable, x0: int, y0: int,
-                       x1: int, y1: int, k: int, cell_texels: int) -> np.ndarray | None:
-    """The patch's premultiplied image (h, w, 2) over the pixel box, sampled once at each pixel
-    centre and ``k x k`` times (box-averaged) only where that varies: a pixel whose 3x3
-    neighbourhood of centre samples holds one value lies inside one uniform region of the
-    texture (cells of ``cell_texels`` texels, at least 2 pixels wide), so its ``k x k`` samples
-    would all equal its centre's. None when the cells are under ``EDGE_MIN_CELL_PX`` pixels or
-    the edge pixels more than ``EDGE_MAX_SHARE`` of the box (the caller supersamples it all)."""
-    coords = cv2.perspectiveTransform(table.rays[y0:y1, x0:x1], ray2tex)
-    step = max(float(np.abs(np.diff(coords, axis=0)).max(initial=0.0)),
-               float(np.abs(np.diff(coords, axis=1)).max(initial=0.0)))
-    if not step <= cell_texels / EDGE_MIN_CELL_PX:  # texels per pixel, along x or y
-        return None
-    sample = cv2.remap(texture, coords, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
-                       borderValue=(0.0, 0.0, 0.0, 0.0))
-    box = cv2.getStructuringElement(cv2.MORPH_RECT, (3, 3))
-    spread = cv2.absdiff(cv2.dilate(sample, box), cv2.erode(sample, box))
-    ys, xs = np.nonzero(cv2.max(spread[..., 0], spread[..., 1]))
-    n = len(ys)
-    if n == 0:
-        return sample
-    if n > EDGE_MAX_SHARE * sample.shape[0] * sample.shape[1]:
-        return None  # mostly edges (small cells): the dense path is cheaper
-    # the k x k sample points of each edge pixel, as cv2.resize(INTER_LINEAR) places them, in
-    # k * k planes of n points (rows of 1024: remap takes images below 32767 a side)
-    offsets = ((np.arange(k) + 0.5) / k - 0.5).astype(np.float32)
-    cols = 1024
-    n_pad = -(-n // cols) * cols
-    map_x = np.empty((k, k, n_pad), np.float32)
-    map_y = np.empty((k, k, n_pad), np.float32)
-    map_x[:, :, :n] = (xs + x0).astype(np.float32) + offsets[None, :, None]
-    map_y[:, :, :n] = (ys + y0).astype(np.float32) + offsets[:, None, None]
-    map_x[:, :, n:] = x0
-    map_y[:, :, n:] = y0
-    rays = cv2.remap(table.rays, map_x.reshape(-1, cols), map_y.reshape(-1, cols), cv2.INTER_LINEAR,
-                     borderMode=cv2.BORDER_REPLICATE)
-    fine = cv2.remap(texture, cv2.perspectiveTransform(rays, ray2tex), None, cv2.INTER_LINEAR,
-                     borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0, 0.0, 0.0, 0.0))
-    fine = fine.reshape(k * k, n_pad, 2)[:, :n].sum(axis=0) * np.float32(1.0 / (k * k))
-    sample[ys, xs] = fine
-    return sample
-
-
 POLYGON_SUPERSAMPLE = 4
+_NO_NORMAL = np.zeros(3)
 SMOOTH_MIN_PIXELS = 128 * 128  # a smooth patch smaller than this in the image is sampled whole
 
 
