@@ -44,13 +44,14 @@ Usage::
     cam.step(t)
     frame = cam.read()
 
-Speed: on the flagship's 344 recorded frames (1280x720, the SIROM interfaces, three markers,
-the table), replayed through this renderer and the one before issue 15's work alternately in
-one process, the median CPU time per frame went from 29.4 to 20.9 ms, later 27.5 to 17.2 ms
-(exposure and noise about 4.5 ms of it, the markers' 4x4 supersampling 4.5, the two solids'
-faces 4, the table 2). The noise keeps the same draws (the generator's raw words read as 16-bit
-quantile indices); the faces' coverage is now exact 4x4 point sampling (the earlier fill of a
-4x-resolution raster put 1/8 px too much on every edge).
+Speed (``benchmarks/render_side_by_side.py``: the flagship's frames rendered by this renderer
+and by the one before issue 15's work, alternately in one process pinned to one core, median CPU
+time per 1280x720 frame): 24-29 ms before, 17-19 ms now (1.36-1.47x; 1.6x, 26.6 -> 16.5 ms, in
+a replay of the same frames with the old modules loaded first). Of the 17 ms, the exposure and
+noise take about 4.5, the markers' 4x4 supersampling 4.5 (its texture lookups alone 2.8), the
+two solids' faces 4, the table 2. The noise keeps the same draws (the generator's raw words read
+as 16-bit quantile indices); the faces' coverage is now exact 4x4 point sampling (the earlier
+fill of a 4x-resolution raster put 1/8 px too much on every edge).
 """
 
 from __future__ import annotations
