@@ -10,16 +10,22 @@ the *undistorted* viewing ray (a per-camera lookup table, computed once with
 coordinates, and the texture is sampled there. So lens distortion is exact per pixel and nothing
 is resampled twice.
 
-Anti-aliasing: inside the patch's bounding box the rays are supersampled ``k x k`` per pixel
-(bilinear interpolation of the ray table, exact to well below 1e-3 px for smooth distortion),
-the texture is sampled bilinearly and the samples are box-averaged (``INTER_AREA``), i.e. each
-pixel integrates the scene over its area. Marker textures come as a pyramid of exact power-of-two
+Anti-aliasing: inside the patch's bounding box each pixel gets ``k x k`` samples (the texture
+coordinates of the pixel centres, from the ray table through the homography, interpolated
+bilinearly to the samples: the homography bends them by ~1e-4 texel over a pixel, the ray table's
+own interpolation is exact to well below 1e-3 px for smooth distortion; where the plane's horizon
+is in view the rays themselves are interpolated), the texture is sampled bilinearly and the
+samples are box-averaged (``INTER_AREA``), i.e. each pixel integrates the scene over its area.
+Marker textures come as a pyramid of exact power-of-two
 resolutions (2 texels per marker cell at level 0, cell edges on texel edges) and the level is
 chosen so that one texel spans 2/k to 4/k output pixels: the bilinear ramp of a black/white edge
 then covers at least two samples, so a rendered edge moves continuously with the pose (no 1/k
 quantisation bias), and stays sharp (a ramp of at most one pixel, like a 0.3 px blur). Checked
 in the tests: a rendered square's summed intensity equals its projected area and its intensity
-centroid sits within 0.03 px of the projected centroid, through the distorted lens.
+centroid sits within 0.03 px of the projected centroid, through the distorted lens. Uniform
+faces (:func:`polygon_patch`) get the same 4x4 point-sampled coverage, counted per sample row
+from its crossings with the projected outline, for all faces of a body at once: the interior is
+filled, only edge pixels are composited, so the cost goes with the outline, not the area.
 
 Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``.
 
@@ -29,7 +35,8 @@ OpenCV's image functions put pixel centres on integers, hence the half-texel shi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import cv2
@@ -242,6 +249,20 @@ class RayTable:
         self.col_x = np.stack([self.rays[..., 0].min(axis=0), self.rays[..., 0].max(axis=0)], axis=1)
         self.row_y = np.stack([self.rays[..., 1].min(axis=1), self.rays[..., 1].max(axis=1)], axis=1)
 
+    def half_rays(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
+        """The rays of the centres of 2x2 pixel blocks over the box (x0, y0, x1, y1), ((h + 1) // 2,
+        (w + 1) // 2, 2): the box averages of the rays (cached per box: a smooth patch that fills the
+        image asks for the same box every frame)."""
+        cache = self.__dict__.setdefault("_half_rays", {})
+        rays = cache.get((x0, y0, x1, y1))
+        if rays is None:
+            h2, w2 = (y1 - y0 + 1) // 2, (x1 - x0 + 1) // 2
+            rays = cv2.resize(self.rays[y0:y0 + 2 * h2, x0:x0 + 2 * w2], (w2, h2), interpolation=cv2.INTER_AREA)
+            if len(cache) >= 8:
+                cache.clear()
+            cache[x0, y0, x1, y1] = rays
+        return rays
+
     def pixels_of_ray_box(
         self, low: np.ndarray, high: np.ndarray
     ) -> tuple[int, int, int, int] | None:
@@ -274,9 +295,9 @@ def _texel_m(patch: Patch) -> float:
 
 def _outline_samples(outline_cam: np.ndarray, per_edge: int = 4) -> np.ndarray:
     """Points along the four edges (edges bulge under distortion, corners alone do not bound)."""
-    s = np.arange(per_edge)[:, None] / per_edge
-    nxt = np.roll(outline_cam, -1, axis=0)
-    return np.concatenate([a + s * (b - a) for a, b in zip(outline_cam, nxt, strict=True)])
+    s = (np.arange(per_edge) / per_edge)[None, :, None]
+    nxt = np.concatenate([outline_cam[1:], outline_cam[:1]])
+    return (outline_cam[:, None, :] + s * (nxt - outline_cam)[:, None, :]).reshape(-1, outline_cam.shape[1])
 
 
 def _within_view(points_cam: np.ndarray, table: RayTable) -> bool:
@@ -298,19 +319,54 @@ def render_patch(
 
     ``project`` maps (N, 3) camera-frame points to (N, 2) distorted pixels.
     """
-    plane2cam = body2cam[:3, :3] @ patch.plane2body
-    plane2cam[:, 2] += body2cam[:3, 3]
-    if patch.normal is not None and (body2cam[:3, :3] @ patch.normal) @ plane2cam[:, 2] >= 0.0:
-        return  # a back face: the camera is behind its plane
-    outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
-    in_front = outline_cam[:, 2] > NEAR_Z_M
-    if not in_front.any():
+    render_patches(canvas, [patch], body2cam, table, project)
+
+
+def render_patches(
+    canvas: np.ndarray,
+    patches: Sequence[Patch],
+    body2cam: np.ndarray,
+    table: RayTable,
+    project: Callable[[np.ndarray], np.ndarray],
+) -> None:
+    """Composite ``patches`` of one body, in order, over ``canvas`` (as ``render_patch`` one
+    after the other); each run of uniform polygon faces is projected and filled with one set of
+    array operations (:func:`_fill_polygons`), the per-face cost of a solid being mostly Python."""
+    faces: list[tuple[np.ndarray, float]] = []
+    if not patches:
         return
-    if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
-        return  # crosses the camera's plane but the part in front is out of view
-    if patch.polygon is not None:
-        _fill_face(canvas, patch, plane2cam, table, project)
-        return
+    # every patch's plane in the camera frame, back faces and outlines at once
+    rot = body2cam[:3, :3]
+    plane2cam_all = np.matmul(rot, np.stack([patch.plane2body for patch in patches]))
+    plane2cam_all[:, :, 2] += body2cam[:3, 3]
+    normals = np.stack([_NO_NORMAL if patch.normal is None else patch.normal for patch in patches])
+    facing = np.einsum("pi,pi->p", normals @ rot.T, plane2cam_all[:, :, 2]) < 0.0  # no normal: 0 < 0 false
+    one_sided = np.array([patch.normal is not None for patch in patches])
+    outline_all = np.matmul(plane2cam_all[:, :, :2], np.stack([patch.outline_plane for patch in patches])
+                            .transpose(0, 2, 1)) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
+    in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
+    visible = (~one_sided | facing) & in_front_all.any(axis=1)
+    for index in np.flatnonzero(visible).tolist():
+        patch, plane2cam = patches[index], plane2cam_all[index]
+        outline_cam, in_front = outline_all[index].T, in_front_all[index]
+        if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
+            continue  # crosses the camera's plane but the part in front is out of view
+        if patch.polygon is not None:
+            rays = _face_rays(patch, plane2cam, table)
+            if rays is not None:
+                faces.append((rays, patch.albedo))
+            continue
+        if faces:
+            _fill_faces(canvas, faces, project)
+            faces = []
+        _render_texture(canvas, patch, plane2cam, outline_cam, in_front, table, project)
+    if faces:
+        _fill_faces(canvas, faces, project)
+
+
+def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
+                    in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray]) -> None:
+    """A textured patch (some of it in front of the camera) sampled over its pixel box."""
     height, width = canvas.shape
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
@@ -342,15 +398,25 @@ def render_patch(
     half = patch.smooth and k == 1 and h * w >= SMOOTH_MIN_PIXELS
     if half:  # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly below
         h2, w2 = (h + 1) // 2, (w + 1) // 2
-        rays = cv2.resize(table.rays[y0:y0 + 2 * h2, x0:x0 + 2 * w2], (w2, h2), interpolation=cv2.INTER_AREA)
-    if k > 1:
-        rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
-    if in_front.all() or _rays_all_in_front(table, plane2cam):  # no horizon in view
+        rays = table.half_rays(x0, y0, x1, y1)
+    no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
+    if no_horizon and k > 1:
+        # texture coordinates of the pixel centres, interpolated to the k x k samples: the
+        # homography bends them by ~1e-4 texel over a pixel (the ray table's own interpolation
+        # is of that order), k * k times fewer points to transform
+        coords = cv2.perspectiveTransform(rays, ray2tex)
+        coords = cv2.resize(coords, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
+    elif no_horizon:  # no horizon in view
         coords = cv2.perspectiveTransform(rays, ray2tex)
     else:
+        if k > 1:
+            rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
         coords = _rays_to_texture_clipped(rays, ray2tex, plane2cam)
     opaque = texture.ndim == 2
     border = float("nan") if opaque else 0.0
+    # an opaque texture sampled wholly inside (every bilinear neighbour a texel, remap's 1/32
+    # texel rounding included): no NaN to mask out
+    inside = opaque and _within_texture(coords, texture.shape)
     sample = cv2.remap(
         texture, coords, None, cv2.INTER_LINEAR,
         borderMode=cv2.BORDER_CONSTANT, borderValue=(border, border, 0.0, 0.0),
@@ -360,75 +426,220 @@ def render_patch(
     if half:
         sample = cv2.resize(sample, (2 * w2, 2 * h2), interpolation=cv2.INTER_LINEAR)[:h, :w]
     roi = canvas[y0:y1, x0:x1]
-    if opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
+    if inside:
+        roi[...] = sample
+    elif opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
         np.copyto(roi, sample, where=~np.isnan(sample))
     else:
-        roi *= 1.0 - sample[..., 1]
-        roi += sample[..., 0]
+        _composite(roi, sample)
+
+
+def _within_texture(coords: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """All texture coordinates (h, w, 2) (x, y) of a box of pixels at least 1/16 texel inside
+    [0, w - 1] x [0, h - 1]; judged on the box's border, which holds the extremes (the rays to
+    texture map is a homography with no horizon in the box, the pixels to rays map continuous)."""
+    rim = np.concatenate([coords[0], coords[-1], coords[:, 0], coords[:, -1]])
+    low, high = rim.min(axis=0), rim.max(axis=0)
+    return bool(low.min() >= 1 / 16 and high[0] <= shape[1] - 1 - 1 / 16 and high[1] <= shape[0] - 1 - 1 / 16)
+
+
+def _composite(roi: np.ndarray, sample: np.ndarray) -> None:
+    """Premultiplied ``sample`` (h, w, 2) over ``roi`` (h, w), in place."""
+    roi *= 1.0 - sample[..., 1]
+    roi += sample[..., 0]
 
 
 POLYGON_SUPERSAMPLE = 4
+_NO_NORMAL = np.zeros(3)
 SMOOTH_MIN_PIXELS = 128 * 128  # a smooth patch smaller than this in the image is sampled whole
 
 
-def _fill_face(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, table: RayTable,
-               project: Callable[[np.ndarray], np.ndarray]) -> None:
-    """A uniform polygon patch filled in the image: clipped to the near plane, then, as rays
-    (x/z, y/z: a convex polygon stays one), to the camera's ray box grown by 10 % (where the
-    lens model holds; the cut edges fall outside the image), its edges sampled 8 times each
-    so they bend through the lens as the texture path would draw them."""
+def _face_rays(patch: Patch, plane2cam: np.ndarray, table: RayTable) -> np.ndarray | None:
+    """A uniform polygon patch's outline as rays (M, 2) (x/z, y/z: a convex polygon stays one):
+    clipped to the near plane, then to the camera's ray box grown by 10 % (where the lens model
+    holds; the cut edges fall outside the image); None when nothing is left."""
     polygon_cam = patch.polygon @ plane2cam[:, :2].T + plane2cam[:, 2]
     if not np.all(polygon_cam[:, 2] > NEAR_Z_M):
         polygon_cam = _clip_near(polygon_cam)
         if len(polygon_cam) < 3:
-            return
+            return None
     rays = polygon_cam[:, :2] / polygon_cam[:, 2:3]
     grow = 0.1 * (table.rays_max - table.rays_min)
     rays = _clip_box(rays, table.rays_min - grow, table.rays_max + grow)
-    if len(rays) < 3:
-        return
-    _fill_polygon(canvas, project(_outline_samples(np.column_stack([rays, np.ones(len(rays))]), 8)),
-                  patch.albedo)
+    return rays if len(rays) >= 3 else None
+
+
+def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
+                project: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Uniform polygons filled in the image, in order: (outline rays (M, 2), albedo) each, their
+    edges sampled 8 times each so they bend through the lens as the texture path would draw
+    them (one projection for all)."""
+    samples = [_outline_samples(np.column_stack([rays, np.ones(len(rays))]), 8) for rays, _ in faces]
+    pixels = project(np.concatenate(samples))
+    splits = np.cumsum([len(x) for x in samples])[:-1]
+    _fill_polygons(canvas, np.split(pixels, splits), [albedo for _, albedo in faces])
 
 
 def _clip_box(polygon: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """The part (M, 2) of a convex polygon (N, 2) inside the box [low, high] (Sutherland-Hodgman)."""
+    """The part (M, 2) of a convex polygon (N, 2) inside the box [low, high] (Sutherland-Hodgman;
+    on Python floats: a few points, where numpy's per-call cost would dominate)."""
     if np.all((polygon >= low) & (polygon <= high)):
         return polygon
+    points = polygon.tolist()
     for axis in (0, 1):
-        for bound, sign in ((low[axis], 1.0), (high[axis], -1.0)):
-            if len(polygon) == 0:
-                return polygon
-            inside = sign * (polygon[:, axis] - bound) >= 0
+        for bound, sign in ((float(low[axis]), 1.0), (float(high[axis]), -1.0)):
+            if not points:
+                return np.empty((0, 2))
+            inside = [sign * (p[axis] - bound) >= 0 for p in points]
             out = []
-            for i in range(len(polygon)):
-                a, b = polygon[i], polygon[(i + 1) % len(polygon)]
-                a_in, b_in = inside[i], inside[(i + 1) % len(polygon)]
-                if a_in:
+            n = len(points)
+            for i in range(n):
+                a, b = points[i], points[(i + 1) % n]
+                if inside[i]:
                     out.append(a)
-                if a_in != b_in:
-                    out.append(a + (bound - a[axis]) / (b[axis] - a[axis]) * (b - a))
-            polygon = np.array(out).reshape(-1, 2)
-    return polygon
+                if inside[i] != inside[(i + 1) % n]:
+                    t = (bound - a[axis]) / (b[axis] - a[axis])
+                    out.append([a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])])
+            points = out
+    return np.array(points, dtype=np.float64).reshape(-1, 2)
 
 
 def _fill_polygon(canvas: np.ndarray, outline_px: np.ndarray, albedo: float) -> None:
-    """Composite a uniform polygon (outline (N, 2) distorted pixels, in order) over ``canvas``:
-    its coverage of each pixel from a fill of the bounding box at 4x4 samples a pixel, area
-    averaged; the cost goes with the polygon's area in the image."""
+    """Composite a uniform polygon (outline (N, 2) distorted pixels, in order) over ``canvas``
+    (see :func:`_fill_polygons`)."""
+    _fill_polygons(canvas, [outline_px], [albedo])
+
+
+def _fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float]) -> None:
+    """Composite uniform polygons (outlines (N, 2) distorted pixels, in order) over ``canvas``,
+    one after the other. A polygon's coverage of a pixel is the share of the pixel's 4x4 sample
+    points inside it (even-odd rule), counted per sample row from the row's crossings with the
+    outline: a pixel wholly inside on all its sample rows is filled at once, the others (the
+    edge pixels) get their count. So the work goes with the polygons' heights in samples and
+    their edges, and with the interior only as a fill, all polygons at once."""
     height, width = canvas.shape
-    x0, y0 = np.maximum(np.floor(outline_px.min(axis=0)).astype(int) - 1, 0)
-    x1, y1 = np.minimum(np.ceil(outline_px.max(axis=0)).astype(int) + 2, [width, height])
-    if x0 >= x1 or y0 >= y1:
-        return
     k = POLYGON_SUPERSAMPLE
-    big = np.zeros(((y1 - y0) * k, (x1 - x0) * k), np.uint8)
-    # a fine sample's centre at fine index i is at pixel (i + 0.5) / k - 0.5
-    fine = ((outline_px - [x0, y0] + 0.5) * k - 0.5) * 16
-    cv2.fillPoly(big, [np.round(fine).astype(np.int32)], 255, cv2.LINE_8, shift=4)
-    alpha = cv2.resize(big, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
-    alpha = alpha.astype(np.float32) * np.float32(1.0 / 255.0)
-    roi = canvas[y0:y1, x0:x1]
+    n_faces = len(outlines)
+    sizes = np.array([len(o) for o in outlines])
+    a = np.concatenate(outlines).astype(np.float64)
+    ends = np.cumsum(sizes)
+    following = np.arange(1, len(a) + 1)
+    following[ends - 1] = ends - sizes  # each outline closes on its first point
+    b = a[following]
+    face_of = np.repeat(np.arange(n_faces), sizes)
+    # sample row r lies at y = (r + 0.5) / k - 0.5; an edge crosses the rows with ylo <= y < yhi
+    ylo, yhi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
+    r_first = np.clip(np.ceil(k * ylo + (k - 1) / 2), 0, k * height).astype(np.int64)
+    r_end = np.clip(np.ceil(k * yhi + (k - 1) / 2), 0, k * height).astype(np.int64)
+    n_rows = r_end - r_first
+    total = int(n_rows.sum())
+    if total == 0:
+        return
+    edge = np.repeat(np.arange(len(a)), n_rows)
+    row = np.arange(total) - np.repeat(np.cumsum(n_rows) - n_rows - r_first, n_rows)
+    slope = (b[:, 0] - a[:, 0]) / np.where(yhi > ylo, b[:, 1] - a[:, 1], 1.0)
+    x = a[edge, 0] + ((row + 0.5) / k - 0.5 - a[edge, 1]) * slope[edge]
+    face = face_of[edge]
+    # per face and sample row the leftmost and rightmost crossing (the span of a convex outline;
+    # rows crossed more than twice go through _span_box), scattered without sorting
+    row_lo = int(row.min()) // k
+    n_lines = -(-(int(row.max()) + 1) // k) - row_lo  # pixel rows spanned by the polygons
+    key = face * (k * n_lines) + (row - k * row_lo)
+    size = n_faces * k * n_lines
+    crossings = np.bincount(key, minlength=size)
+    left, right = np.full(size, np.inf), np.full(size, -np.inf)
+    np.minimum.at(left, key, x)
+    np.maximum.at(right, key, x)
+    special = {}
+    for f in np.unique(key[crossings[key] > 2] // (k * n_lines)).tolist():  # not convex: even-odd spans
+        mine = face == f
+        order = np.lexsort((x[mine], row[mine]))
+        xf, rf = x[mine][order], row[mine][order][0::2]
+        first = np.clip(np.ceil(k * xf[0::2] + (k - 1) / 2), 0, k * width).astype(np.int64)
+        end = np.clip(np.ceil(k * xf[1::2] + (k - 1) / 2), 0, k * width).astype(np.int64)
+        if np.any(end > first):
+            special[f] = _span_box(first[end > first], end[end > first], rf[end > first] // k, k)
+        else:
+            special[f] = None
+    # sample column c (at (c + 0.5) / k - 0.5) is inside when left <= x < right
+    big = k * (width + 2)
+    with np.errstate(invalid="ignore"):
+        starts = np.clip(np.ceil(k * left + (k - 1) / 2), 0, k * width)
+        stops = np.clip(np.ceil(k * right + (k - 1) / 2), 0, k * width)
+    empty = ~(stops > starts)  # no crossing (inf), or no sample inside
+    starts = np.where(empty, big, starts).astype(np.int64).reshape(-1, k)  # (faces * n_lines, k)
+    stops = np.where(empty, -1, stops).astype(np.int64).reshape(-1, k)
+    columns = range(k)
+    lo = functools.reduce(np.minimum, (starts[:, c] for c in columns)) // k  # pixels touched: [lo, hi)
+    hi = -(-functools.reduce(np.maximum, (stops[:, c] for c in columns)) // k)
+    full_lo = -(-functools.reduce(np.maximum, (starts[:, c] for c in columns)) // k)  # wholly inside
+    full_hi = functools.reduce(np.minimum, (stops[:, c] for c in columns)) // k
+    inner = full_lo < full_hi
+    left_end, right_lo = np.where(inner, full_lo, hi), np.where(inner, full_hi, hi)
+    runs = np.stack([np.maximum(left_end - lo, 0), np.maximum(hi - right_lo, 0)], axis=1).ravel()
+    run_x = np.stack([lo, right_lo], axis=1).ravel()
+    line = np.repeat(np.arange(n_faces * n_lines).repeat(2), runs)  # face * height + y of each edge pixel
+    xs = np.repeat(run_x, runs) + np.arange(len(line)) - np.repeat(np.cumsum(runs) - runs, runs)
+    cover = np.minimum(stops[line], k * xs[:, None] + k) - np.maximum(starts[line], k * xs[:, None])
+    alpha = (np.clip(cover, 0, k).sum(axis=1) * (1.0 / k**2)).astype(np.float32)
+    ys = line % n_lines + row_lo
+    bounds = np.searchsorted(line, np.arange(n_faces + 1) * n_lines).tolist()
+    inner = inner.reshape(n_faces, n_lines)
+    has_inner = inner.any(axis=1).tolist()
+    full_lo, full_hi = full_lo.reshape(n_faces, n_lines), full_hi.reshape(n_faces, n_lines)
+    for f in range(n_faces):
+        albedo = np.float32(albedos[f])
+        if f in special:
+            if special[f] is not None:
+                x0, y0, counts = special[f]
+                _composite_coverage(canvas[y0:y0 + counts.shape[0], x0:x0 + counts.shape[1]], counts, albedo)
+            continue
+        if has_inner[f]:
+            rows_in = inner[f]
+            r0, r1 = int(np.argmax(rows_in)), n_lines - int(np.argmax(rows_in[::-1]))
+            c0, c1 = int(full_lo[f][rows_in].min()), int(full_hi[f][rows_in].max())
+            cols = np.arange(c0, c1)
+            mask = (cols >= full_lo[f, r0:r1, None]) & (cols < full_hi[f, r0:r1, None])
+            np.copyto(canvas[row_lo + r0:row_lo + r1, c0:c1], albedo, where=mask)
+        e0, e1 = bounds[f], bounds[f + 1]
+        if e1 > e0:
+            y, x_, a_ = ys[e0:e1], xs[e0:e1], alpha[e0:e1]
+            under = canvas[y, x_]
+            under *= 1.0 - a_
+            under += albedo * a_
+            canvas[y, x_] = under
+
+
+def _span_box(first: np.ndarray, end: np.ndarray, row: np.ndarray, k: int) -> tuple[int, int, np.ndarray]:
+    """(x0, y0, counts) of spans [first, end) of sample columns on pixel rows ``row``: the
+    covered samples per pixel over the spans' pixel box."""
+    x0, y0 = int(first.min()) // k, int(row.min())
+    w, h = -(-int(end.max()) // k) - x0, int(row.max()) + 1 - y0
+    return x0, y0, _span_counts(first - k * x0, end - k * x0, row - y0, w, h, k)
+
+
+def _span_counts(first: np.ndarray, end: np.ndarray, row: np.ndarray, w: int, h: int, k: int) -> np.ndarray:
+    """(h, w) number of covered samples per pixel from spans [first, end) of sample columns on
+    pixel rows ``row`` (any number of spans per row)."""
+    full_lo, full_hi = -(-first // k), end // k  # pixels [full_lo, full_hi) wholly inside the span
+    spans = full_hi > full_lo
+    one = full_lo > full_hi  # the span inside a single pixel
+    cut_lo = ~one & (first < k * full_lo)
+    cut_hi = ~one & (end > k * full_hi)
+    starts = row[spans] * (w + 1)
+    diff = np.bincount(np.concatenate([starts + full_lo[spans], starts + full_hi[spans]]),
+                       np.repeat([k, -k], len(starts)), h * (w + 1))
+    part = np.bincount(
+        np.concatenate([row[one] * w + first[one] // k, row[cut_lo] * w + first[cut_lo] // k,
+                        row[cut_hi] * w + full_hi[cut_hi]]),
+        np.concatenate([(end - first)[one], (k * full_lo - first)[cut_lo], (end - k * full_hi)[cut_hi]]),
+        h * w)
+    return np.cumsum(diff.reshape(h, w + 1)[:, :w], axis=1) + part.reshape(h, w)
+
+
+def _composite_coverage(roi: np.ndarray, counts: np.ndarray, albedo: float) -> None:
+    """A uniform ``albedo`` over ``roi`` with coverage ``counts`` of 16 samples a pixel."""
+    alpha = (counts * (1.0 / POLYGON_SUPERSAMPLE**2)).astype(np.float32)
     roi *= 1.0 - alpha
     roi += np.float32(albedo) * alpha
 

@@ -1,0 +1,111 @@
+"""The sim camera's rendering, this checkout against an older revision, on the flagship's frames.
+
+Records the camera poses and scene poses of every frame the flagship mission (missions/sirom_dock.yaml
+from the SIROM paper's example misalignment, seed 0) renders, then renders each frame with the
+renderer of ``--base`` (its drivers/sim_render.py, sim_scene.py and sim_camera.py, read with
+``git show``) and with this checkout's, alternating which goes first, in one process pinned to one
+core. Prints the median CPU time per frame of each (process CPU time: the shared machine's other
+work does not count), their ratio, and how many pixels of the two images differ (the noise
+draws are the same; the faces' coverage changed in issue 15).
+
+    python benchmarks/render_side_by_side.py [--base REV] [--every N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.drivers.sim_camera import SimCamera
+from orbitree.runtime.executive import Executive
+
+ROOT = Path(__file__).resolve().parents[1]
+MISSION = ROOT / "missions" / "sirom_dock.yaml"
+SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
+MODULES = ("sim_render", "sim_scene", "sim_camera")
+BASE = "1ae4f6f"  # main before issue 15's rendering work
+
+
+def record(overrides: list[str]) -> list[tuple]:
+    """(cam2world, motion, {object name: pose}) of every frame the mission renders."""
+    frames = []
+    original = SimCamera.render
+
+    def render(self, cam2world=None, motion=None, object_poses=None):
+        poses = {o.name: (object_poses or {}).get(id(o), o.pose()).copy() for o in self.objects}
+        frames.append((self.cam2world() if cam2world is None else cam2world.copy(), motion, poses))
+        return original(self, cam2world, motion, object_poses)
+
+    SimCamera.render = render
+    try:
+        Executive(load_mission(MISSION, [SEED_START, *overrides]), seed=0).run()
+    finally:
+        SimCamera.render = original
+    return frames
+
+
+def base_camera_class(rev: str) -> type:
+    """SimCamera of revision ``rev``, its modules loaded as a private package."""
+    package = types.ModuleType("base_render")
+    package.__path__ = []
+    sys.modules[package.__name__] = package
+    for name in MODULES:
+        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:drivers/{name}.py"],
+                                check=True, capture_output=True, text=True).stdout
+        for other in MODULES:
+            source = source.replace(f"orbitree.drivers.{other} import", f"base_render.{other} import")
+        module = types.ModuleType(f"base_render.{name}")
+        module.__file__ = f"{rev}:drivers/{name}.py"
+        sys.modules[module.__name__] = module
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # the project's own code, at that revision
+    return sys.modules["base_render.sim_camera"].SimCamera
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default=BASE, help="revision to compare with (default: %(default)s)")
+    parser.add_argument("--every", type=int, default=1, help="use every N-th frame")
+    parser.add_argument("--max-duration", default=None, help="cut the mission short, e.g. '3 s'")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {0})
+    frames = record([f"max_duration={args.max_duration}"] if args.max_duration else [])[:: args.every]
+    executive = Executive(load_mission(MISSION, [SEED_START]), seed=0)
+    (new,) = executive.ctx.world.cameras.values()
+    old = base_camera_class(args.base)(new.name, new.intrinsics, sensor=new.sensor, seed=7,
+                                       true_intrinsics=new.true_intrinsics)
+    old.objects = new.objects  # the same scene (the patches' fields did not change)
+    by_name = {o.name: o for o in new.objects}
+    for camera in (old, new):
+        camera.setup()
+        camera.render(*frames[0][:2], {id(by_name[n]): p for n, p in frames[0][2].items()})  # warm
+        camera._rng = np.random.default_rng(7)
+    times: dict[str, list[float]] = {"base": [], "this": []}
+    differing, worst = 0, 0
+    for i, (cam2world, motion, poses) in enumerate(frames):
+        object_poses = {id(by_name[n]): p for n, p in poses.items()}
+        images = {}
+        for label, camera in (("base", old), ("this", new))[:: 1 if i % 2 else -1]:
+            started = time.process_time()
+            images[label] = camera.render(cam2world, motion, object_poses)
+            times[label].append(time.process_time() - started)
+        diff = np.abs(images["base"].astype(int) - images["this"].astype(int))
+        differing += int(np.count_nonzero(diff))
+        worst = max(worst, int(diff.max()))
+    base_ms, this_ms = (1e3 * float(np.median(times[k])) for k in ("base", "this"))
+    size = new.lens.width * new.lens.height * len(frames)
+    print(f"{len(frames)} frames, {new.lens.width}x{new.lens.height}, CPU ms per frame (median): "
+          f"{args.base} {base_ms:.2f}, this checkout {this_ms:.2f}, {base_ms / this_ms:.2f}x; "
+          f"pixels differing {100 * differing / size:.2f} % (at most {worst} DN)")
+
+
+if __name__ == "__main__":
+    main()
