@@ -44,7 +44,7 @@ from orbitree.drivers.sim_latch import Passive, SimLatch
 from orbitree.drivers.sim_robot import SimRobot
 from orbitree.drivers.sim_satellite import Fixture, SatelliteBody
 from orbitree.skills.board_model import BoardModel
-from orbitree.skills.contact import ContactModel, HookPull, solve_contact
+from orbitree.skills.contact import ContactModel, HookPull, clear_motion, solve_contact
 from orbitree.skills.satellite import pad_contact_force, tether_force
 
 CONTACT_RANGE_M = 0.12
@@ -239,6 +239,11 @@ class SimWorld:
         latch = self.latches.get(name)
         depth = None if latch is None else latch.depth()
         hook = None if depth is None else HookPull(depth, latch.hooks.stiffness)
+        if hook is None and clear_motion(dock.model, commanded, board2world, real, dock.commanded):
+            # no contact on the way (solve_contact would return the commanded pose, no wrench)
+            dock.target, dock.real, dock.commanded = target, commanded.copy(), commanded
+            dock.wrench, dock.contacts, dock.hook_tension = np.zeros(6), 0, 0.0
+            return
         started = time.perf_counter()
         result = solve_contact(dock.model, commanded, board2world, real, dock.commanded, hook=hook)
         dock.solve_s += time.perf_counter() - started
