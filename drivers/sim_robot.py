@@ -437,7 +437,7 @@ class SimRobot:
 
     def _tcp_scale(self, twist: np.ndarray) -> float:
         """One factor <= 1 that brings ``twist`` within the TCP linear and angular limits."""
-        linear, angular = float(np.linalg.norm(twist[:3])), float(np.linalg.norm(twist[3:]))
+        linear, angular = _norm(twist[:3]), _norm(twist[3:])
         factor = 1.0
         if linear > self._limits.tcp_speed:
             factor = self._limits.tcp_speed / linear
@@ -453,7 +453,7 @@ class SimRobot:
         qd_des = np.zeros_like(self._q)
         if not self.protective_stop:
             qd_des = self._desired_velocity(h, tcp2base, jacobian)
-        if np.any(qd_des):
+        if qd_des.any():
             qd_des = self._limit_speed(qd_des, jacobian)
         change, _ = kin.uniform_scale(qd_des - self._qd, self._limits.joint_acceleration * h)
         qd = self._qd + change
@@ -465,7 +465,7 @@ class SimRobot:
             q = np.clip(q, self._lower, self._upper)
         self._q, self._qd = q, qd
         self._t += h
-        if self._mode is _Mode.STOPPING and not np.any(self._qd):
+        if self._mode is _Mode.STOPPING and not qd.any():
             self._mode = _Mode.IDLE
 
     def _desired_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
@@ -501,7 +501,7 @@ class SimRobot:
         step_size = self._twist_acc * h
         factor = 1.0
         for part in (change[:3], change[3:]):
-            norm = float(np.linalg.norm(part))
+            norm = _norm(part)
             if norm > step_size:
                 factor = min(factor, step_size / norm)
         self._twist_ref = self._twist_ref + factor * change
@@ -556,6 +556,11 @@ class SimRobot:
         """Scale ``qd`` by one factor into the joint speed limits, then the TCP speed limits."""
         qd, _ = kin.uniform_scale(qd, self._speed_limit)
         return qd * self._tcp_scale(jacobian @ qd)
+
+
+def _norm(vector: np.ndarray) -> float:
+    """``np.linalg.norm`` of a 1-D float array, without its generality (hot path; same bits)."""
+    return math.sqrt(vector.dot(vector))
 
 
 def _positive(value: float, name: str) -> float:

@@ -63,7 +63,6 @@ import quadprog
 
 from orbitree.skills.contact_geometry import (
     CompositeBody,
-    boxes_overlap,
     clear_of_box,
     interpenetrate,
     invert_pose,
@@ -327,7 +326,7 @@ def _in_cones(direction: np.ndarray, cones: np.ndarray) -> np.ndarray:
 
 def _edge_edge(
     active_ends: np.ndarray, active_moments: np.ndarray, active_cones: np.ndarray,
-    passive: CompositeBody, tol: float, margin: float, passive_creases: np.ndarray | None = None,
+    passive: CompositeBody, tol: float, margin: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Convex active edges (Ca, 2, 3) across convex passive edges, all in the passive frame.
 
@@ -335,31 +334,31 @@ def _edge_edge(
     once with Plücker coordinates: ``(a0 - p0)·(da × dp) = da·m_p + dp·m_a``), their closest
     points inside both edges and the common normal inside both normal cones
     (``active_cones`` (Ca, 2, 3), see ``CompositeBody.crease_cones``). Returns contact points
-    on the active edges (k, 3), normals (k, 3) and distances (k,). ``passive_creases``: indices
-    of the passive creases to try (default all).
+    on the active edges (k, 3), normals (k, 3) and distances (k,).
     """
-    keep = slice(None) if passive_creases is None else passive_creases
-    edges, moments = passive.crease_edges[keep], passive.crease_moments[keep]
-    crease_normals, crease_cones = passive.crease_normals[keep], passive.crease_cones[keep]
     da = active_ends[:, 1] - active_ends[:, 0]
-    dp = edges[:, 1] - edges[:, 0]
-    moment = da @ moments.T + active_moments @ dp.T
+    dp = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
+    moment = da @ passive.crease_moments.T + active_moments @ dp.T
     along = da @ dp.T
     cross2 = np.multiply.outer((da * da).sum(axis=1), (dp * dp).sum(axis=1))
     sine2 = cross2 - along**2
     ia, ip = np.nonzero((sine2 > _PARALLEL_SIN**2 * cross2) & (moment**2 <= margin**2 * sine2))
-    a0, p0, da, dp = active_ends[ia, 0], edges[ip, 0], da[ia], dp[ip]
-    cross = row_cross(da, dp)
-    normal = cross / np.sqrt(sine2[ia, ip])[:, None]
-    outward = np.sign(_dot(normal, crease_normals[ip].sum(axis=1)))
-    normal *= outward[:, None]
+    a0, p0, da, dp, sine2 = active_ends[ia, 0], passive.crease_edges[ip, 0], da[ia], dp[ip], sine2[ia, ip]
     w = a0 - p0
-    dist = _dot(normal, w)
     aa, bb, cc, dd, ee = _dot(da, da), along[ia, ip], _dot(dp, dp), _dot(da, w), _dot(dp, w)
-    s = (bb * ee - cc * dd) / sine2[ia, ip]
-    t = (aa * ee - bb * dd) / sine2[ia, ip]
-    keep = ((outward != 0.0) & (dist >= -tol) & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
-            & _in_cones(normal, crease_cones[ip]) & _in_cones(-normal, active_cones[ia]))
+    s = (bb * ee - cc * dd) / sine2
+    t = (aa * ee - bb * dd) / sine2
+    # the closest points inside both edges first: most screened pairs fail it, and the rest of
+    # the test is per pair, so it runs on the few left
+    inside = np.flatnonzero((s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0))
+    ia, ip, a0, da, dp, w, s, sine2 = (v[inside] for v in (ia, ip, a0, da, dp, w, s, sine2))
+    cross = row_cross(da, dp)
+    normal = cross / np.sqrt(sine2)[:, None]
+    outward = np.sign(_dot(normal, passive.crease_normals[ip].sum(axis=1)))
+    normal *= outward[:, None]
+    dist = _dot(normal, w)
+    keep = ((outward != 0.0) & (dist >= -tol)
+            & _in_cones(normal, passive.crease_cones[ip]) & _in_cones(-normal, active_cones[ia]))
     return (a0 + s[:, None] * da)[keep], normal[keep], dist[keep]
 
 
@@ -384,24 +383,12 @@ def _search(model: ContactModel, pose: np.ndarray) -> tuple[ContactSet, bool]:
         transform_points(invert_pose(pose), model.passive.vertices), model.active, tol, margin
     )
     rotation, origin = pose[:3, :3], pose[:3, 3]
-    # edge-edge broad phase: a contact's points lie on both creases, within ``margin`` of each
-    # other, so only creases whose boxes come that near the other body's box can hold one
     active_ends = transform_points(pose, model.active.crease_edges)
-    low, high = active_ends.min(axis=1), active_ends.max(axis=1)
-    active = np.flatnonzero(boxes_overlap(low, high, model.passive.bounds[None], margin)[:, 0])
-    active_box = np.stack([low.min(axis=0), high.max(axis=0)])[None]
-    passive = np.flatnonzero(boxes_overlap(model.passive.crease_bounds[:, 0], model.passive.crease_bounds[:, 1],
-                                           active_box, margin)[:, 0])
-    if len(active) and len(passive):
-        active_ends = active_ends[active]
-        directions = (active_ends[:, 1] - active_ends[:, 0])
-        moments = model.active.crease_moments[active] @ rotation.T + row_cross(origin, directions)
-        ee_points, ee_normals, ee_dist = _edge_edge(
-            active_ends, moments, model.active.crease_cones[active] @ rotation.T, model.passive, tol, margin,
-            passive,
-        )
-    else:
-        ee_points, ee_normals, ee_dist = np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+    directions = (active_ends[:, 1] - active_ends[:, 0])
+    moments = model.active.crease_moments @ rotation.T + row_cross(origin, directions)
+    ee_points, ee_normals, ee_dist = _edge_edge(
+        active_ends, moments, model.active.crease_cones @ rotation.T, model.passive, tol, margin
+    )
     kinds = np.repeat(
         [ContactKind.VERTEX_FACE, ContactKind.FACE_VERTEX, ContactKind.EDGE_EDGE],
         [len(v), len(q), len(ee_dist)],

@@ -175,7 +175,6 @@ class CompositeBody:
     bounds : (2, 3) axis-aligned box (min, max corners) holding every piece.
     radius : distance from the frame origin to the farthest vertex.
     piece_bounds : (P, 2, 3) axis-aligned box (min, max corners) of each piece.
-    crease_bounds : (C, 2, 3) axis-aligned box (min, max corners) of each crease.
     """
 
     pieces: tuple[ConvexPolyhedron, ...]
@@ -192,13 +191,10 @@ class CompositeBody:
     bounds: np.ndarray
     radius: float
     piece_bounds: np.ndarray = field(init=False, repr=False)
-    crease_bounds: np.ndarray = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:  # the broad phases' boxes
+    def __post_init__(self) -> None:  # the interpenetration test's broad phase
         boxes = np.array([[p.vertices.min(axis=0), p.vertices.max(axis=0)] for p in self.pieces])
         object.__setattr__(self, "piece_bounds", _readonly(boxes))
-        creases = np.stack([self.crease_edges.min(axis=1), self.crease_edges.max(axis=1)], axis=1)
-        object.__setattr__(self, "crease_bounds", _readonly(creases))
 
 
 def composite_body(pieces: Sequence[ConvexPolyhedron]) -> CompositeBody:

@@ -309,14 +309,16 @@ def uniform_scale(values: np.ndarray, limits: np.ndarray | float) -> tuple[np.nd
     same shape as ``values``.
     """
     vals = np.asarray(values, dtype=float)
-    lims = np.broadcast_to(np.asarray(limits, dtype=float), vals.shape)
-    if np.any(lims <= 0.0):
+    lims = np.asarray(limits, dtype=float)
+    if lims.ndim and lims.shape != vals.shape:
+        lims = np.broadcast_to(lims, vals.shape)
+    if (lims <= 0.0).any():
         raise ValueError(f"limits must be > 0, got {limits}")
     magnitude = np.abs(vals)
     over = magnitude > lims
-    if not np.any(over):
+    if not over.any():
         return vals.copy(), 1.0
-    factor = float(np.min(lims[over] / magnitude[over]))
+    factor = float(np.min((lims[over] if lims.ndim else lims) / magnitude[over]))
     return vals * factor, factor
 
 
