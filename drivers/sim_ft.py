@@ -120,24 +120,29 @@ class FTSensor:
         start, span = self._true, max(t - self._t, 1e-12)
         if count and self._walk.any():  # the walk's sum over the samples, drawn at once
             self.offset = self.offset + self._rng.normal(0.0, 1.0, 6) * self._walk * math.sqrt(count)
-        for k in range(1, count + 1 if self._filtered else 1):
-            true = start + (new - start) * min(k * self._h / span, 1.0)
-            self._output = self._output + self._alpha * (self._sample(true) - self._output)
+        if count and self._filtered:  # the samples at once (the same draws, in the same order)
+            fractions = np.minimum(np.arange(1, count + 1) * self._h / span, 1.0)
+            samples = self._samples(start + (new - start) * fractions[:, None])
+            output, alpha = self._output, self._alpha
+            for sample in samples:
+                output = output + alpha * (sample - output)
+            self._output = output
         if count:
             self._t += count * self._h
             self.stamp = self._t
         self._true = new
 
-    def _sample(self, true: np.ndarray) -> np.ndarray:
+    def _samples(self, true: np.ndarray) -> np.ndarray:
+        """Raw samples (..., 6) of true wrenches (..., 6): offset, noise (drawn in row order), clipped."""
         raw = true + self.offset
         if self._raw_noise.any():
-            raw = raw + self._rng.normal(0.0, 1.0, 6) * self._raw_noise
+            raw = raw + self._rng.normal(0.0, 1.0, true.shape) * self._raw_noise
         return np.clip(raw, -self._limit, self._limit)
 
     def reading(self) -> np.ndarray:
         """The sensor's output now (6,), zeroed; without a filter, a fresh sample of the wrench."""
         if not self._filtered or self._output is None:
-            return self._sample(self._true) - self._zero
+            return self._samples(self._true) - self._zero
         return self._output - self._zero
 
     def zero(self) -> None:

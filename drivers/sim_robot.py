@@ -188,6 +188,7 @@ class SimRobot:
         self._q_start = np.zeros(n)
         self._q_goal = np.zeros(n)
         self._profile = kin.TrapezoidProfile(0.0, 1.0, 1.0)
+        self._kinematics: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.set_joint_positions(UR10E_HOME_Q if q0 is None else q0)
 
     # ------------------------------------------------------------------ Robot protocol
@@ -199,7 +200,7 @@ class SimRobot:
         self.stop()
 
     def read(self) -> RobotState:
-        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        tcp2base, jacobian = self._pose_and_jacobian(self._table)
         twist = jacobian @ self._qd
         self._sense(tcp2base, twist)
         wrench = self._ft.reading()
@@ -207,7 +208,7 @@ class SimRobot:
             stamp=self._t,
             q=self._q.copy(),
             qd=self._qd.copy(),
-            tcp2base=tcp2base,
+            tcp2base=tcp2base.copy(),
             tcp_twist=twist,
             wrench=wrench,
             protective_stop=self.protective_stop,
@@ -285,7 +286,7 @@ class SimRobot:
             self._mode = _Mode.STOPPING
 
     def zero_ft(self) -> None:
-        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        tcp2base, jacobian = self._pose_and_jacobian(self._table)
         self._sense(tcp2base, jacobian @ self._qd)
         self._ft.zero()
 
@@ -344,12 +345,12 @@ class SimRobot:
 
     def read_truth(self) -> tuple[np.ndarray, np.ndarray]:
         """(TCP twist (6,), TCP position (3,)) in the base frame, of the real arm (reports only)."""
-        tcp2base, jacobian = kin.pose_and_jacobian(self._true_table, self._q, self._tool)
-        return jacobian @ self._qd, tcp2base[:3, 3]
+        tcp2base, jacobian = self._pose_and_jacobian(self._true_table)
+        return jacobian @ self._qd, tcp2base[:3, 3].copy()
 
     def tcp2base(self) -> np.ndarray:
         """Real TCP pose (4, 4) in the base frame (true kinematics; no sensor read, no noise)."""
-        return kin.forward_kinematics(self._true_table, self._q, self._tool)
+        return self._pose_and_jacobian(self._true_table)[0].copy()
 
     def cam2base(self) -> np.ndarray:
         """Real camera pose (4, 4) in the base frame, for the renderer."""
@@ -403,10 +404,21 @@ class SimRobot:
         self._cmd_time = self._t
 
     def _in_range(self, q: np.ndarray) -> bool:
-        return bool(np.all(q >= self._lower) and np.all(q <= self._upper))
+        return bool((q >= self._lower).all() and (q <= self._upper).all())
+
+    def _pose_and_jacobian(self, table: kin.DHTable) -> tuple[np.ndarray, np.ndarray]:
+        """``kin.pose_and_jacobian(table, q, tool)`` now, computed once per joint state and tool
+        (the arm's step, its reads and the world's ground truth all ask at the same joints);
+        shared arrays: read them, do not change them."""
+        cached = self._kinematics.get(id(table))
+        if cached is not None and cached[0] is self._q and cached[1] is self._tool:
+            return cached[2], cached[3]
+        tcp2base, jacobian = kin.pose_and_jacobian(table, self._q, self._tool)
+        self._kinematics[id(table)] = (self._q, self._tool, tcp2base, jacobian)
+        return tcp2base, jacobian
 
     def _current_twist(self) -> np.ndarray:
-        return kin.geometric_jacobian(self._table, self._q, self._tool) @ self._qd
+        return self._pose_and_jacobian(self._table)[1] @ self._qd
 
     def _command_time(self) -> float:
         return self._command_period or self._step_dt
@@ -425,7 +437,7 @@ class SimRobot:
 
     def _tcp_scale(self, twist: np.ndarray) -> float:
         """One factor <= 1 that brings ``twist`` within the TCP linear and angular limits."""
-        linear, angular = float(np.linalg.norm(twist[:3])), float(np.linalg.norm(twist[3:]))
+        linear, angular = _norm(twist[:3]), _norm(twist[3:])
         factor = 1.0
         if linear > self._limits.tcp_speed:
             factor = self._limits.tcp_speed / linear
@@ -434,14 +446,14 @@ class SimRobot:
         return factor
 
     def _advance(self, h: float) -> None:
-        if self._mode is _Mode.IDLE and not np.any(self._qd):
+        if self._mode is _Mode.IDLE and not self._qd.any():
             self._t += h  # at rest: nothing to integrate
             return
-        tcp2base, jacobian = kin.pose_and_jacobian(self._table, self._q, self._tool)
+        tcp2base, jacobian = self._pose_and_jacobian(self._table)
         qd_des = np.zeros_like(self._q)
         if not self.protective_stop:
             qd_des = self._desired_velocity(h, tcp2base, jacobian)
-        if np.any(qd_des):
+        if qd_des.any():
             qd_des = self._limit_speed(qd_des, jacobian)
         change, _ = kin.uniform_scale(qd_des - self._qd, self._limits.joint_acceleration * h)
         qd = self._qd + change
@@ -453,7 +465,7 @@ class SimRobot:
             q = np.clip(q, self._lower, self._upper)
         self._q, self._qd = q, qd
         self._t += h
-        if self._mode is _Mode.STOPPING and not np.any(self._qd):
+        if self._mode is _Mode.STOPPING and not qd.any():
             self._mode = _Mode.IDLE
 
     def _desired_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
@@ -470,17 +482,16 @@ class SimRobot:
     def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
         """Joint velocity for a TCP twist; protective stop (and zero) if the exact solution needs
         a joint faster than its limit while the arm is near a singularity."""
-        if np.linalg.svd(jacobian, compute_uv=False)[-1] < self._singular_threshold:
-            exact = kin.dls_joint_velocity(jacobian, twist)
+        svd = np.linalg.svd(jacobian, full_matrices=False)  # once for the test and the solution
+        if svd[1][-1] < self._singular_threshold:
+            exact = kin.dls_from_svd(svd, twist)
             ratio = float(np.max(np.abs(exact) / self._speed_limit))
             if ratio > 1.0:
                 self.trigger_protective_stop(
                     f"near a singularity a joint would need {ratio:.1f} x its speed limit"
                 )
                 return np.zeros_like(self._q)
-        return kin.dls_joint_velocity(
-            jacobian, twist, self._damping, singular_threshold=self._singular_threshold
-        )
+        return kin.dls_from_svd(svd, twist, self._damping, singular_threshold=self._singular_threshold)
 
     def _speed_velocity(self, h: float, jacobian: np.ndarray) -> np.ndarray:
         timeout = self._watchdog_timeout or 3.0 * self._command_time()
@@ -490,7 +501,7 @@ class SimRobot:
         step_size = self._twist_acc * h
         factor = 1.0
         for part in (change[:3], change[3:]):
-            norm = float(np.linalg.norm(part))
+            norm = _norm(part)
             if norm > step_size:
                 factor = min(factor, step_size / norm)
         self._twist_ref = self._twist_ref + factor * change
@@ -545,6 +556,11 @@ class SimRobot:
         """Scale ``qd`` by one factor into the joint speed limits, then the TCP speed limits."""
         qd, _ = kin.uniform_scale(qd, self._speed_limit)
         return qd * self._tcp_scale(jacobian @ qd)
+
+
+def _norm(vector: np.ndarray) -> float:
+    """``np.linalg.norm`` of a 1-D float array, without its generality (hot path; same bits)."""
+    return math.sqrt(vector.dot(vector))
 
 
 def _positive(value: float, name: str) -> float:

@@ -32,6 +32,7 @@ tests, reports and fault injection only; estimators see rendered images.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -44,13 +45,18 @@ from orbitree.drivers.sim_latch import Passive, SimLatch
 from orbitree.drivers.sim_robot import SimRobot
 from orbitree.drivers.sim_satellite import Fixture, SatelliteBody
 from orbitree.skills.board_model import BoardModel
-from orbitree.skills.contact import ContactModel, HookPull, solve_contact
+from orbitree.skills.contact import ContactModel, HookPull, clear_motion, solve_contact
 from orbitree.skills.satellite import pad_contact_force, tether_force
 
 CONTACT_RANGE_M = 0.12
 """Contact is solved while the TCP is within this distance of a target's origin."""
 PUSH_STEP_M = 2e-4
 """A pushed target near a tool advances at most this far per contact solve."""
+
+
+def _norm(vector: np.ndarray) -> float:
+    """``np.linalg.norm`` of a 1-D float array, without its generality (hot path; same bits)."""
+    return math.sqrt(vector.dot(vector))
 
 
 @dataclass
@@ -205,14 +211,14 @@ class SimWorld:
             self._advance(push, dt)
         for name, dock in self.docking.items():
             self._contact(name, dock)
-            self.peaks["force_n"] = max(self.peaks["force_n"], float(np.linalg.norm(dock.wrench[:3])))
+            self.peaks["force_n"] = max(self.peaks["force_n"], _norm(dock.wrench[:3]))
         if self.satellites:
             self._step_satellites(dt)
         for robot in self.robots.values():
             state = robot.read_truth() if hasattr(robot, "read_truth") else None
             twist, xyz = (state if state is not None else (None, None))
             if twist is not None:
-                self.peaks["speed_mps"] = max(self.peaks["speed_mps"], float(np.linalg.norm(twist[:3])))
+                self.peaks["speed_mps"] = max(self.peaks["speed_mps"], _norm(twist[:3]))
             if xyz is not None and self.workspace_box is not None:
                 low, high = self.workspace_box
                 out = float(np.max(np.maximum(low - xyz, xyz - high)))
@@ -225,11 +231,11 @@ class SimWorld:
         commanded = self.tcp_pose(name)
         target = dock.target
         if target is None:
-            near = [(np.linalg.norm(pose[:3, 3] - commanded[:3, 3]), t) for t, pose in self.targets.items()
+            near = [(_norm(pose[:3, 3] - commanded[:3, 3]), t) for t, pose in self.targets.items()
                     if t not in self.fixtures]
             close = [t for d, t in sorted(near) if d < CONTACT_RANGE_M]
             target = close[0] if close else None
-        if target is None or np.linalg.norm(self.targets[target][:3, 3] - commanded[:3, 3]) > CONTACT_RANGE_M:
+        if target is None or _norm(self.targets[target][:3, 3] - commanded[:3, 3]) > CONTACT_RANGE_M:
             dock.target, dock.real, dock.commanded, dock.hook_tension = None, None, None, 0.0
             dock.wrench = np.zeros(6)
             dock.contacts = 0
@@ -239,6 +245,11 @@ class SimWorld:
         latch = self.latches.get(name)
         depth = None if latch is None else latch.depth()
         hook = None if depth is None else HookPull(depth, latch.hooks.stiffness)
+        if hook is None and clear_motion(dock.model, commanded, board2world, real, dock.commanded):
+            # no contact on the way (solve_contact would return the commanded pose, no wrench)
+            dock.target, dock.real, dock.commanded = target, commanded.copy(), commanded
+            dock.wrench, dock.contacts, dock.hook_tension = np.zeros(6), 0, 0.0
+            return
         started = time.perf_counter()
         result = solve_contact(dock.model, commanded, board2world, real, dock.commanded, hook=hook)
         dock.solve_s += time.perf_counter() - started

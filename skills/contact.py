@@ -60,7 +60,6 @@ from enum import IntEnum
 import daqp
 import numpy as np
 import quadprog
-from scipy.spatial.transform import Rotation
 
 from orbitree.skills.contact_geometry import (
     CompositeBody,
@@ -72,7 +71,7 @@ from orbitree.skills.contact_geometry import (
     sirom_passive,
     transform_points,
 )
-from orbitree.skills.se3 import check_pose, check_vector
+from orbitree.skills.se3 import check_pose, check_vector, rotation_of, rotvec_of
 
 #: A soft passive wrist compliance (N/m x3, N·m/rad x3): 20 N/mm and ~5 N·m/deg, RCC-like. What
 #: the paper's model assumes; the simulated UR10e uses :func:`structural_stiffness` instead.
@@ -246,12 +245,14 @@ def apply_deformation(commanded_tcp2x: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 def _deformation(commanded: np.ndarray, real: np.ndarray) -> np.ndarray:
     real2cmd = invert_pose(commanded) @ real
-    return np.concatenate([real2cmd[:3, 3], Rotation.from_matrix(real2cmd[:3, :3]).as_rotvec()])
+    e = np.empty(6)
+    e[:3], e[3:] = real2cmd[:3, 3], rotvec_of(real2cmd[:3, :3])
+    return e
 
 
 def _apply(commanded: np.ndarray, e: np.ndarray) -> np.ndarray:
     real2cmd = np.eye(4)
-    real2cmd[:3, :3] = Rotation.from_rotvec(e[3:]).as_matrix()
+    real2cmd[:3, :3] = rotation_of(e[3:])
     real2cmd[:3, 3] = e[:3]
     return commanded @ real2cmd
 
@@ -261,8 +262,8 @@ def _interpolate(start: np.ndarray, end: np.ndarray, s: float) -> np.ndarray:
     if s == 1.0:
         return end
     pose = np.eye(4)
-    step = Rotation.from_matrix(start[:3, :3].T @ end[:3, :3]).as_rotvec()
-    pose[:3, :3] = start[:3, :3] @ Rotation.from_rotvec(s * step).as_matrix()
+    step = rotvec_of(start[:3, :3].T @ end[:3, :3])
+    pose[:3, :3] = start[:3, :3] @ rotation_of(s * step)
     pose[:3, 3] = (1.0 - s) * start[:3, 3] + s * end[:3, 3]
     return pose
 
@@ -307,14 +308,15 @@ def _vertex_face(
 
     Per (point, piece) the face whose plane separates the point most is the contact face; it
     counts when external and its distance lies in ``[-tol, margin]``. Returns point indices,
-    outward face normals (k, 3) and distances (k,).
+    outward face normals (k, 3) and distances (k,), and whether a point lies deeper than ``tol``
+    inside a piece.
     """
     dist = _plane_distances(points, body)
     face, best = dist.argmax(axis=2), dist.max(axis=2)
     external = body.plane_external[np.arange(face.shape[1])[None, :], face]
     vertex, piece = np.nonzero(external & (best >= -tol) & (best <= margin))
     normals = body.planes[piece, face[vertex, piece], :3]
-    return vertex, normals, best[vertex, piece]
+    return vertex, normals, best[vertex, piece], bool(best.min() < -tol)
 
 
 def _in_cones(direction: np.ndarray, cones: np.ndarray) -> np.ndarray:
@@ -341,17 +343,21 @@ def _edge_edge(
     cross2 = np.multiply.outer((da * da).sum(axis=1), (dp * dp).sum(axis=1))
     sine2 = cross2 - along**2
     ia, ip = np.nonzero((sine2 > _PARALLEL_SIN**2 * cross2) & (moment**2 <= margin**2 * sine2))
-    a0, p0, da, dp = active_ends[ia, 0], passive.crease_edges[ip, 0], da[ia], dp[ip]
+    a0, p0, da, dp, sine2 = active_ends[ia, 0], passive.crease_edges[ip, 0], da[ia], dp[ip], sine2[ia, ip]
+    w = a0 - p0
+    aa, bb, cc, dd, ee = _dot(da, da), along[ia, ip], _dot(dp, dp), _dot(da, w), _dot(dp, w)
+    s = (bb * ee - cc * dd) / sine2
+    t = (aa * ee - bb * dd) / sine2
+    # the closest points inside both edges first: most screened pairs fail it, and the rest of
+    # the test is per pair, so it runs on the few left
+    inside = np.flatnonzero((s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0))
+    ia, ip, a0, da, dp, w, s, sine2 = (v[inside] for v in (ia, ip, a0, da, dp, w, s, sine2))
     cross = row_cross(da, dp)
-    normal = cross / np.sqrt(sine2[ia, ip])[:, None]
+    normal = cross / np.sqrt(sine2)[:, None]
     outward = np.sign(_dot(normal, passive.crease_normals[ip].sum(axis=1)))
     normal *= outward[:, None]
-    w = a0 - p0
     dist = _dot(normal, w)
-    aa, bb, cc, dd, ee = _dot(da, da), along[ia, ip], _dot(dp, dp), _dot(da, w), _dot(dp, w)
-    s = (bb * ee - cc * dd) / sine2[ia, ip]
-    t = (aa * ee - bb * dd) / sine2[ia, ip]
-    keep = ((outward != 0.0) & (dist >= -tol) & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
+    keep = ((outward != 0.0) & (dist >= -tol)
             & _in_cones(normal, passive.crease_cones[ip]) & _in_cones(-normal, active_cones[ia]))
     return (a0 + s[:, None] * da)[keep], normal[keep], dist[keep]
 
@@ -362,12 +368,18 @@ def find_contacts(model: ContactModel, tcp2passive: np.ndarray) -> ContactSet:
 
 
 def _find_contacts(model: ContactModel, pose: np.ndarray) -> ContactSet:
+    return _search(model, pose)[0]
+
+
+def _search(model: ContactModel, pose: np.ndarray) -> tuple[ContactSet, bool]:
+    """The contacts at ``pose`` (tcp2passive), and whether a vertex of either body lies deeper
+    than the tolerance inside a piece of the other (from the same plane distances)."""
     tol, margin = model.tolerance_m, model.margin_m
     active_points = transform_points(pose, model.active.vertices)
-    if clear_of_box(active_points, model.passive, margin):
-        return ContactSet(np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
-    v, vf_normals, vf_dist = _vertex_face(active_points, model.passive, tol, margin)
-    q, fv_normals, fv_dist = _vertex_face(
+    if clear_of_box(active_points, model.passive, margin):  # nor is a vertex inside the other body
+        return ContactSet(np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)), False
+    v, vf_normals, vf_dist, active_inside = _vertex_face(active_points, model.passive, tol, margin)
+    q, fv_normals, fv_dist, passive_inside = _vertex_face(
         transform_points(invert_pose(pose), model.passive.vertices), model.active, tol, margin
     )
     rotation, origin = pose[:3, :3], pose[:3, 3]
@@ -386,7 +398,7 @@ def _find_contacts(model: ContactModel, pose: np.ndarray) -> ContactSet:
         np.vstack([active_points[v], model.passive.vertices[q], ee_points]),
         np.vstack([vf_normals, -fv_normals @ pose[:3, :3].T, ee_normals]),
         np.concatenate([vf_dist, fv_dist, ee_dist]),
-    )
+    ), active_inside or passive_inside
 
 
 def linearise_contacts(
@@ -440,8 +452,10 @@ def solve_deformation(
         h, c, k_hook = check_vector(hook[0], 6, "hook row"), float(hook[1]), float(hook[2])
         k = np.append(k, k_hook)
         q = np.append(q, 0.0)
-        a = np.vstack([np.hstack([a, np.zeros((m, 1))]), np.append(-h, 1.0), np.eye(7)[6]])
-        b = np.concatenate([b, [c, 0.0]])
+        rows = np.zeros((m + 2, 7))  # [a 0], [-h 1], [0 1]
+        rows[:m, :6], rows[m, :6], rows[m:, 6] = a, -h, 1.0
+        a = rows
+        b = np.append(b, (c, 0.0))
     x, lam = _solve_qp(k, q, a, b, solver)
     return QPSolution(x[:6], lam[:m], float(x[6]) if hook is not None else 0.0)
 
@@ -550,15 +564,16 @@ def _qp_step(
 
 def _settle(
     model: ContactModel, cmd: np.ndarray, real: np.ndarray, load: np.ndarray | None = None,
-    hook: HookPull | None = None,
+    hook: HookPull | None = None, found: ContactSet | None = None,
 ) -> tuple[np.ndarray, ContactSet, int, bool]:
     """Real pose for commanded ``cmd`` (passive frame) from the free pose ``real``.
 
-    Returns the pose, its contacts, the QP solves used and whether the pose settled.
+    Returns the pose, its contacts, the QP solves used and whether the pose settled. ``found``:
+    the contacts at ``real`` if already searched.
     """
     free = cmd if load is None else _apply(cmd, load / model.stiffness)
     for iteration in range(1, model.max_iterations + 1):
-        contacts = _find_contacts(model, real)
+        contacts = found if iteration == 1 and found is not None else _find_contacts(model, real)
         if len(contacts) == 0 and hook is None:
             candidate, predicted = free, contacts
         else:
@@ -577,20 +592,45 @@ def _settle(
     return real, _find_contacts(model, real), iteration, False
 
 
-def _vertex_inside(model: ContactModel, tcp2passive: np.ndarray) -> bool:
-    """Is a vertex of either body deeper than tolerance inside a piece of the other?"""
-    depth = -model.tolerance_m
-    active_points = transform_points(tcp2passive, model.active.vertices)
-    passive_points = transform_points(invert_pose(tcp2passive), model.passive.vertices)
-    return bool((_plane_distances(active_points, model.passive).max(axis=2) < depth).any()
-                or (_plane_distances(passive_points, model.active).max(axis=2) < depth).any())
-
-
 def _substeps(model: ContactModel, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
     distance, angle = _gap(start, end)
     ratio = max(distance / model.max_step_m, angle / model.max_step_rad)
     count = max(1, math.ceil(ratio - 1e-9))
     return [_interpolate(start, end, (i + 1) / count) for i in range(count)]
+
+
+def clear_motion(
+    model: ContactModel,
+    commanded_tcp2base: np.ndarray,
+    passive2base: np.ndarray,
+    previous_real_tcp2base: np.ndarray,
+    previous_commanded_tcp2base: np.ndarray | None = None,
+) -> bool:
+    """True when :func:`solve_contact` with these poses (and no ``load`` or ``hook``) certainly
+    meets no contact: it would return the commanded pose and a zero wrench. A broad phase for
+    callers that step a contact model every tick; False means only "solve it".
+
+    Every pose :func:`solve_contact` searches for contacts at, or tests for interpenetration,
+    is the previous real pose or one on the way from the previous commanded pose to the
+    commanded one, and on that way no point of the active body moves further than the way's
+    translation plus its rotation angle times the body's radius (``sweep``). So when the box of
+    the active's vertices at the previous real pose is more than ``margin_m`` clear of the
+    passive's box, and their box at the previous commanded pose more than ``margin_m + sweep``
+    clear (the test ``_find_contacts`` starts with, on a larger box), no contact is found on
+    the way and no candidate pose interpenetrates. Poses (4, 4), base frame; unchecked (the
+    caller's are those it passes to :func:`solve_contact`).
+    """
+    base2passive = invert_pose(passive2base)
+    real = base2passive @ previous_real_tcp2base
+    vertices = model.active.vertices
+    if not clear_of_box(transform_points(real, vertices), model.passive, model.margin_m):
+        return False
+    start = real if previous_commanded_tcp2base is None else base2passive @ previous_commanded_tcp2base
+    distance, angle = _gap(start, base2passive @ commanded_tcp2base)
+    sweep = distance + angle * model.active.radius
+    if sweep == 0.0 and start is real:
+        return True
+    return clear_of_box(transform_points(start, vertices), model.passive, model.margin_m + sweep + 1e-9)
 
 
 def solve_contact(
@@ -626,7 +666,8 @@ def solve_contact(
     passive2base = check_pose(passive2base, "passive2base")
     base2passive = invert_pose(passive2base)
     real = base2passive @ check_pose(previous_real_tcp2base, "previous_real_tcp2base")
-    if _vertex_inside(model, real):
+    found, inside = _search(model, real)  # the first step's first search, and the check
+    if inside:
         raise ValueError("previous_real_tcp2base interpenetrates the passive body; start the "
                          "contact model from a free pose")
     start = real if previous_commanded_tcp2base is None else base2passive @ check_pose(
@@ -634,7 +675,8 @@ def solve_contact(
     cmd = base2passive @ commanded
     iterations, converged = 0, True
     for step in _substeps(model, start, cmd):
-        real, contacts, used, settled = _settle(model, step, real, load, hook)
+        real, contacts, used, settled = _settle(model, step, real, load, hook, found)
+        found = None
         iterations, converged = iterations + used, converged and settled
     if real is cmd:
         real_tcp2base, wrench = commanded.copy(), np.zeros(6)

@@ -44,7 +44,7 @@ out to at least 44.7 mm: nothing of the guiding can open inside that circle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.spatial import ConvexHull
@@ -174,6 +174,7 @@ class CompositeBody:
     piece_centres : (P, 3), piece_radii : (P,) bounding spheres of the pieces.
     bounds : (2, 3) axis-aligned box (min, max corners) holding every piece.
     radius : distance from the frame origin to the farthest vertex.
+    piece_bounds : (P, 2, 3) axis-aligned box (min, max corners) of each piece.
     """
 
     pieces: tuple[ConvexPolyhedron, ...]
@@ -189,6 +190,11 @@ class CompositeBody:
     piece_radii: np.ndarray
     bounds: np.ndarray
     radius: float
+    piece_bounds: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:  # the interpenetration test's broad phase
+        boxes = np.array([[p.vertices.min(axis=0), p.vertices.max(axis=0)] for p in self.pieces])
+        object.__setattr__(self, "piece_bounds", _readonly(boxes))
 
 
 def composite_body(pieces: Sequence[ConvexPolyhedron]) -> CompositeBody:
@@ -307,6 +313,14 @@ def sphere_pairs(
     return np.nonzero(d2 <= (radii_a[:, None] + radii_b[None, :]) ** 2)
 
 
+def boxes_overlap(low: np.ndarray, high: np.ndarray, boxes: np.ndarray, gap: float) -> np.ndarray:
+    """(N, B) bool: the box ``[low, high]`` (N, 3 each) comes within ``gap`` of each of ``boxes``
+    (B, 2, 3: min, max corners) along every axis (a broad phase: False means farther than
+    ``gap`` apart)."""
+    return ((low[:, None, :] <= boxes[None, :, 1, :] + gap)
+            & (high[:, None, :] >= boxes[None, :, 0, :] - gap)).all(axis=2)
+
+
 def half_lengths(ends: np.ndarray) -> np.ndarray:
     """(E,) half lengths of segments (E, 2, 3)."""
     return 0.5 * np.linalg.norm(ends[:, 1] - ends[:, 0], axis=1)
@@ -322,12 +336,12 @@ def clear_of_box(points: np.ndarray, body: CompositeBody, gap: float) -> bool:
 def segments_enter(ends: np.ndarray, body: CompositeBody, depth: float) -> bool:
     """Does a segment (E, 2, 3) reach deeper than ``depth`` into a convex piece of ``body``?
 
-    Edge–face crossing by Cyrus–Beck clipping against each nearby piece's planes moved inward
-    by ``depth``: the part of a segment inside is ``[lo, hi]``, non-empty only when the segment
-    crosses a face plane into the piece (or lies inside it).
+    Edge–face crossing by Cyrus–Beck clipping against the planes, moved inward by ``depth``
+    (>= 0), of each piece whose box the segment's box meets: the part of a segment inside is
+    ``[lo, hi]``, non-empty only when the segment crosses a face plane into the piece (or lies
+    inside it).
     """
-    ie, ip = sphere_pairs(ends.mean(axis=1), half_lengths(ends), body.piece_centres,
-                          body.piece_radii)
+    ie, ip = np.nonzero(boxes_overlap(ends.min(axis=1), ends.max(axis=1), body.piece_bounds, 0.0))
     planes = body.planes[ip]
     dist = (np.einsum("kei,kfi->kef", ends[ie], planes[..., :3])
             - (planes[..., 3] - depth)[:, None, :])

@@ -49,6 +49,7 @@ UR10E_MAX_JOINT_SPEED: np.ndarray = _readonly(
 #: UR10e joint position range (rad): +-360 deg on every joint.
 UR10E_JOINT_LOWER: np.ndarray = _readonly(np.full(6, -2.0 * np.pi))
 UR10E_JOINT_UPPER: np.ndarray = _readonly(np.full(6, 2.0 * np.pi))
+_I4 = _readonly(np.eye(4))
 
 
 # ---------------------------------------------------------------------------- input checks
@@ -72,19 +73,21 @@ def link_transform(d: float, theta: float, a: float, alpha: float, beta: float =
 
     Lengths in metres, angles in radians. ``beta = 0`` gives standard DH.
     """
+    return np.array(_link_rows(d, theta, a, alpha, beta))
+
+
+def _link_rows(d: float, theta: float, a: float, alpha: float, beta: float) -> list[list[float]]:
     ct, st = math.cos(theta), math.sin(theta)
     ca, sa = math.cos(alpha), math.sin(alpha)
     cb, sb = math.cos(beta), math.sin(beta)
     # Columns of Rz(theta)·Rx(alpha) are x = (ct, st, 0), y = (-st ca, ct ca, sa),
     # z = (st sa, -ct sa, ca); Ry(beta) then mixes x and z.
-    return np.array(
-        [
-            [cb * ct - sb * st * sa, -st * ca, sb * ct + cb * st * sa, a * ct],
-            [cb * st + sb * ct * sa, ct * ca, sb * st - cb * ct * sa, a * st],
-            [-sb * ca, sa, cb * ca, d],
-            [0.0, 0.0, 0.0, 1.0],
-        ]
-    )
+    return [
+        [cb * ct - sb * st * sa, -st * ca, sb * ct + cb * st * sa, a * ct],
+        [cb * st + sb * ct * sa, ct * ca, sb * st - cb * ct * sa, a * st],
+        [-sb * ca, sa, cb * ca, d],
+        [0.0, 0.0, 0.0, 1.0],
+    ]
 
 
 def dh_transform(d: float, theta: float, a: float, alpha: float) -> np.ndarray:
@@ -194,15 +197,19 @@ def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -
     """
     n = table.n_joints
     joints = check_vector(q, n, "q")
-    tcp2flange = np.eye(4) if tool is None else check_pose(tool, "tool")
     frames = np.empty((n + 2, 4, 4))
-    frames[0] = np.eye(4)
+    frames[0] = _I4
+    # the link transforms as link_transform builds them, in one array (a hot path: the simulated
+    # arm runs it several times a tick)
+    links = np.array([_link_rows(d, angle + offset, a, alpha, beta) for d, angle, offset, a, alpha, beta
+                      in zip(table.d, joints.tolist(), table.theta_offset, table.a, table.alpha, table.beta,
+                             strict=True)])
     for i in range(n):
-        link = link_transform(
-            table.d[i], joints[i] + table.theta_offset[i], table.a[i], table.alpha[i], table.beta[i]
-        )
-        frames[i + 1] = frames[i] @ link
-    frames[n + 1] = frames[n] @ tcp2flange
+        np.matmul(frames[i], links[i], out=frames[i + 1])
+    if tool is None:
+        frames[n + 1] = frames[n]
+    else:
+        np.matmul(frames[n], check_pose(tool, "tool"), out=frames[n + 1])
     return frames
 
 
@@ -270,9 +277,22 @@ def dls_joint_velocity(
     jac = np.asarray(jacobian, dtype=float)
     if jac.ndim != 2 or jac.shape[0] != 6:
         raise ValueError(f"jacobian must have shape (6, n), got {jac.shape}")
+    return dls_from_svd(np.linalg.svd(jac, full_matrices=False), twist, damping,
+                        singular_threshold=singular_threshold)
+
+
+def dls_from_svd(
+    svd: tuple[np.ndarray, np.ndarray, np.ndarray],
+    twist: np.ndarray,
+    damping: float = 0.0,
+    *,
+    singular_threshold: float | None = None,
+) -> np.ndarray:
+    """:func:`dls_joint_velocity` from the Jacobian's thin SVD ``(u (6, k), sigma (k,), vt (k, n))``
+    (``np.linalg.svd(J, full_matrices=False)``), for a caller that needs the SVD anyway."""
+    u, sigma, vt = svd
     xd = check_vector(twist, 6, "twist")
     lam = _nonnegative(damping, "damping")
-    u, sigma, vt = np.linalg.svd(jac, full_matrices=False)
     if singular_threshold is not None:
         lam = scheduled_damping(
             float(sigma[-1]), lam, _nonnegative(singular_threshold, "threshold")
@@ -289,14 +309,16 @@ def uniform_scale(values: np.ndarray, limits: np.ndarray | float) -> tuple[np.nd
     same shape as ``values``.
     """
     vals = np.asarray(values, dtype=float)
-    lims = np.broadcast_to(np.asarray(limits, dtype=float), vals.shape)
-    if np.any(lims <= 0.0):
+    lims = np.asarray(limits, dtype=float)
+    if lims.ndim and lims.shape != vals.shape:
+        lims = np.broadcast_to(lims, vals.shape)
+    if (lims <= 0.0).any():
         raise ValueError(f"limits must be > 0, got {limits}")
     magnitude = np.abs(vals)
     over = magnitude > lims
-    if not np.any(over):
+    if not over.any():
         return vals.copy(), 1.0
-    factor = float(np.min(lims[over] / magnitude[over]))
+    factor = float(np.min((lims[over] if lims.ndim else lims) / magnitude[over]))
     return vals * factor, factor
 
 

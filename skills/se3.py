@@ -7,13 +7,11 @@ twists are ``[v, ω]`` and wrenches ``[f, τ]``, each (6,).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 from scipy.spatial.transform import Rotation
-
-_LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
-_I3 = np.eye(3)
 
 
 def check_vector(value: Sequence[float] | np.ndarray, size: int, name: str) -> np.ndarray:
@@ -31,14 +29,58 @@ def check_pose(value: np.ndarray, name: str) -> np.ndarray:
     pose = np.asarray(value, dtype=float)
     if pose.shape != (4, 4):
         raise ValueError(f"{name} must have shape (4, 4), got {pose.shape}")
-    if not np.isfinite(pose).all():
+    # on Python floats: the checks of one pose cost a few microseconds, not tens (the simulated
+    # world checks thousands of poses a second)
+    rows = pose.tolist()
+    r0, r1, r2, last = rows
+    if not all(map(math.isfinite, r0 + r1 + r2 + last)):
         raise ValueError(f"{name} must be finite")
-    if np.abs(pose[3] - _LAST_ROW).max() > 1e-9:
+    if max(abs(last[0]), abs(last[1]), abs(last[2]), abs(last[3] - 1.0)) > 1e-9:
         raise ValueError(f"{name} last row must be [0, 0, 0, 1], got {pose[3]}")
-    rot = pose[:3, :3]
-    if np.abs(rot.T @ rot - _I3).max() > 1e-6 or np.linalg.det(rot) < 0.0:
+    a00, a01, a02 = r0[0], r0[1], r0[2]
+    a10, a11, a12 = r1[0], r1[1], r1[2]
+    a20, a21, a22 = r2[0], r2[1], r2[2]
+    # RᵀR − I (symmetric: six entries) and det R as the columns' triple product
+    gram = (a00 * a00 + a10 * a10 + a20 * a20 - 1.0, a01 * a01 + a11 * a11 + a21 * a21 - 1.0,
+            a02 * a02 + a12 * a12 + a22 * a22 - 1.0, a00 * a01 + a10 * a11 + a20 * a21,
+            a00 * a02 + a10 * a12 + a20 * a22, a01 * a02 + a11 * a12 + a21 * a22)
+    det = (a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20)
+           + a02 * (a10 * a21 - a11 * a20))
+    if max(map(abs, gram)) > 1e-6 or det < 0.0:
         raise ValueError(f"{name} rotation block is not a proper rotation matrix")
     return pose
+
+
+def rotvec_of(rotation: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) of a rotation matrix (3, 3): ``Rotation.from_matrix(R).as_rotvec()``
+    to rounding, in closed form (the log map ``θ/(2 sin θ) · vee(R − Rᵀ)``); near half a turn,
+    where that form loses digits, scipy's. Unchecked: for hot paths whose inputs are rotations."""
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rotation.tolist()
+    x, y, z = r21 - r12, r02 - r20, r10 - r01
+    cosine = 0.5 * (r00 + r11 + r22 - 1.0)
+    if cosine < -0.9:  # beyond ~154 deg: the skew part is small against the angle
+        return Rotation.from_matrix(rotation).as_rotvec()
+    sine = 0.5 * math.sqrt(x * x + y * y + z * z)
+    angle = math.atan2(sine, cosine)
+    factor = 0.5 * angle / sine if sine > 1e-12 else 0.5 + angle * angle / 12.0
+    return np.array([factor * x, factor * y, factor * z])
+
+
+def rotation_of(rotvec: np.ndarray) -> np.ndarray:
+    """Rotation matrix (3, 3) of a rotation vector (3,): ``Rotation.from_rotvec(v).as_matrix()``
+    to rounding, in closed form (Rodrigues). Unchecked: for hot paths."""
+    x, y, z = np.asarray(rotvec, dtype=float).tolist()
+    angle2 = x * x + y * y + z * z
+    if angle2 < 1e-16:  # series: sin t / t = 1 - t²/6, (1 - cos t) / t² = 1/2 - t²/24
+        a, b = 1.0 - angle2 / 6.0, 0.5 - angle2 / 24.0
+    else:
+        angle = math.sqrt(angle2)
+        half = math.sin(0.5 * angle)
+        a, b = math.sin(angle) / angle, 2.0 * half * half / angle2
+    bxy, bxz, byz = b * x * y, b * x * z, b * y * z
+    return np.array([[1.0 - b * (y * y + z * z), bxy - a * z, bxz + a * y],
+                     [bxy + a * z, 1.0 - b * (x * x + z * z), byz - a * x],
+                     [bxz - a * y, byz + a * x, 1.0 - b * (x * x + y * y)]])
 
 
 def skew(vector: np.ndarray) -> np.ndarray:

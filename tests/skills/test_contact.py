@@ -164,6 +164,33 @@ def test_no_contact_gives_zero_wrench_and_real_equals_commanded(model) -> None:
     assert len(result.contacts) == 0 and result.n_active == 0 and result.converged
 
 
+def test_clear_motion_never_skips_a_motion_that_meets_the_passive_and_clears_one_2mm_above_it(model) -> None:
+    # the broad phase the simulated world runs before solve_contact: random steps around the
+    # passive, from the free pose before them; whenever it says clear, solve_contact agrees exactly
+    rng = np.random.default_rng(7)
+    clear = met = 0
+    for k in range(300):
+        height = rng.uniform(3.0, 14.0) if k % 2 else rng.uniform(14.0, 30.0)  # petal tips 12 mm ahead
+        previous = _in_base(_tcp2passive((*rng.uniform(-10.0, 10.0, 2), height), rng.uniform(-3.0, 3.0, 3)))
+        if contact._search(model, _in_passive(previous))[1]:
+            continue  # not a free start
+        step = _tcp2passive((*rng.uniform(-2.0, 2.0, 2), rng.uniform(-3.0, 1.0)), rng.uniform(-1.0, 1.0, 3))
+        commanded = previous @ np.linalg.inv(geo.seated_tcp2passive()) @ step
+        result = contact.solve_contact(model, commanded, PASSIVE2BASE, previous, previous)
+        met += bool(result.wrench_tcp.any())
+        if contact.clear_motion(model, commanded, PASSIVE2BASE, previous, previous):
+            clear += 1
+            np.testing.assert_array_equal(result.real_tcp2base, commanded)
+            np.testing.assert_array_equal(result.wrench_tcp, np.zeros(6))
+    assert clear > 50 and met > 15, (clear, met)
+    # centred, the petal tips 12 mm ahead of the TCP: 15 mm above the face, a 0.5 mm step down is
+    # clear; from 13.2 mm (0.2 mm beyond the 1 mm search margin and the step) it is not
+    for height_mm, clear in ((15.0, True), (13.2, False)):
+        previous = _in_base(_tcp2passive((0.0, 0.0, height_mm)))
+        commanded = _in_base(_tcp2passive((0.0, 0.0, height_mm - 0.5)))
+        assert contact.clear_motion(model, commanded, PASSIVE2BASE, previous, previous) is clear
+
+
 @pytest.mark.parametrize("k_z", [2.0e4, 5.0e4])
 @pytest.mark.parametrize("depth_mm", [0.5, 2.0])
 def test_pressing_straight_in_gives_axial_force_k_z_times_depth_without_penetration(
