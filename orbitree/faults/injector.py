@@ -171,6 +171,8 @@ class FaultInjector:
     # the tick loop -------------------------------------------------------------------------
     def before_tick(self, now: float) -> None:
         """End the faults whose time is up, start the due ones, deliver delayed commands."""
+        if not self._entries and not self.robots:  # nothing scheduled, no arm to deliver to
+            return
         for entry in self._entries:
             if entry.expired(now):
                 self._deactivate(entry, now)

@@ -94,6 +94,7 @@ class Recorder:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
         self._file: TextIO | None = None
+        self._lines: list[str] = []  # tick lines not yet handed to the file
         self._flushed = 0.0  # time.monotonic() of the last flush
 
 
@@ -106,23 +107,32 @@ class Recorder:
         """Write one record and flush it (the header, the footer)."""
         if self._file is None:
             return
+        self._drain()
         self._file.write(dumps(record) + "\n")
         self._file.flush()
         self._flushed = time.monotonic()
 
     def write_line(self, line: str) -> None:
         """Write one record already encoded (a tick); flushed within ``FLUSH_INTERVAL_S``."""
-        file = self._file
-        if file is None:
+        if self._file is None:
             return
-        file.write(line + "\n")
+        self._lines.append(line)
         now = time.monotonic()
         if now - self._flushed >= FLUSH_INTERVAL_S:
-            file.flush()
+            self._drain()
+            self._file.flush()
             self._flushed = now
+
+    def _drain(self) -> None:
+        """Hand the waiting tick lines to the file, in one write."""
+        if self._lines and self._file is not None:
+            self._lines.append("")
+            self._file.write("\n".join(self._lines))
+            self._lines.clear()
 
     def close(self) -> None:
         if self._file is not None:
+            self._drain()
             self._file.close()
             self._file = None
 

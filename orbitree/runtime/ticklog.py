@@ -86,7 +86,18 @@ class TickLog:
         scene = self.scene.sample(t, force=final) if self.scene is not None else None
         # the record exactly as ``dumps`` would write it (same fields, same order, same text),
         # formatted here for what every tick has (numbers, statuses, feedback)
-        record = f'{{"type":"tick","n":{n:d},"t":{decimal_text(t, 6)},"tick_ms":{decimal_text(tick_ms, 4)}'
+        # t and tick_ms as decimal_text writes them, inlined for the usual range (a call costs
+        # as much as the formatting)
+        if 1e-4 <= t < 1e9 and 1e-4 <= tick_ms < 1e9:
+            t_text = f"{t:.6f}".rstrip("0")
+            ms_text = f"{tick_ms:.4f}".rstrip("0")
+            if t_text[-1] == ".":
+                t_text += "0"
+            if ms_text[-1] == ".":
+                ms_text += "0"
+        else:
+            t_text, ms_text = decimal_text(t, 6), decimal_text(tick_ms, 4)
+        record = f'{{"type":"tick","n":{n:d},"t":{t_text},"tick_ms":{ms_text}'
         if dirty:
             bb = _values(dirty, self._record_keys, self._record_patterns)
             if bb:
