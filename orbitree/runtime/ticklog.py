@@ -143,16 +143,15 @@ class TickLog:
         return changed, fb
 
     def _changes(self) -> tuple[dict[int, str], dict[int, str]]:
-        """The statuses and messages that changed, of the nodes touched since the last record."""
+        """The statuses and messages that changed, of the nodes touched since the last record
+        (a node touched twice is looked at twice: the second look finds nothing new)."""
         touched = self.touched
         if not touched:
             return _NO_CHANGE, _NO_CHANGE
-        ids = sorted(set(touched)) if len(touched) > 1 else touched[:]
-        touched.clear()
         behaviours, statuses, messages = self.behaviours, self._last_status, self._last_feedback
         changed: dict[int, str] = {}
         fb: dict[int, str] = {}
-        for i in ids:
+        for i in touched:
             node = behaviours[i]
             status = node.status
             if status is not statuses[i]:
@@ -162,6 +161,12 @@ class TickLog:
             if message != messages[i]:
                 messages[i] = message
                 fb[i] = message
+        touched.clear()
+        # in node order, as a comparison of every node lists them
+        if len(changed) > 1:
+            changed = dict(sorted(changed.items()))
+        if len(fb) > 1:
+            fb = dict(sorted(fb.items()))
         return changed, fb
 
     def _publish(self, n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene) -> None:
