@@ -59,7 +59,8 @@ from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
-from orbitree.skills.pbvs import camera_to_tcp_twist, camera_velocity, saturate_twist
+from orbitree.skills.pbvs import camera_velocity, saturate_twist
+from orbitree.skills.se3 import adjoint, rotate_screw
 
 Status = py_trees.common.Status
 
@@ -123,6 +124,7 @@ class Approach(MotionLeaf):
         aim[2, 3] += self.params.back_off
         self.aim = aim  # the TCP's goal pose in the target frame
         self.desired = np.linalg.inv(aim @ self.cam2tcp)  # the board as the camera sees it there
+        self.cam_adjoint = adjoint(self.cam2tcp)  # camera twists to TCP twists (camera_to_tcp_twist)
 
     def start(self) -> Status:
         self.over = 0  # consecutive fresh wrist readings above the contact guard
@@ -184,7 +186,8 @@ class Approach(MotionLeaf):
         if command.error_norm < self.params.tolerance:
             self.feedback_message = f"converged: ‖e‖ = {command.error_norm:.5f}"
             return Status.SUCCESS
-        twist = camera_to_tcp_twist(command.twist, self.cam2tcp, tcp2base)
+        # camera_to_tcp_twist(command.twist, self.cam2tcp, tcp2base), the hand-eye adjoint made once
+        twist = rotate_screw(tcp2base[:3, :3], self.cam_adjoint @ command.twist)
         twist = saturate_twist(twist, self.params.max_speed, self.params.max_angular_speed)
         self.speed_l(twist, self.params.acceleration)
         self.feedback_message = f"‖e‖ = {command.error_norm:.4f}, λ = {command.gain:.2f}"

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from operator import itemgetter
 
 import numpy as np
 import py_trees
@@ -146,11 +147,10 @@ class Perceive(Leaf):
     def _pose_at(self, stamp: float) -> np.ndarray:
         """The arm's TCP pose at ``stamp``: interpolated between the two ticks around it (the
         oldest kept, or the newest, outside the history)."""
-        times = [t for t, _ in self.poses]
-        k = bisect.bisect_left(times, stamp)
+        k = bisect.bisect_left(self.poses, stamp, key=_TIME)  # no list of the times per call
         if k == 0:
             return self.poses[0][1]
-        if k == len(times):
+        if k == len(self.poses):
             return self.poses[-1][1]
         (t0, a), (t1, b) = self.poses[k - 1], self.poses[k]
         return interpolate_pose(a, b, (stamp - t0) / (t1 - t0)) if t1 > t0 else b
@@ -177,3 +177,6 @@ class Perceive(Leaf):
         self.visible = True
         distance = float(np.linalg.norm(found.board2cam[:3, 3]))
         self.feedback_message = f"seen at {distance:.3f} m, markers {list(markers)}, {err:.2f} px"
+
+
+_TIME = itemgetter(0)  # a pose's time in Perceive.poses

@@ -64,7 +64,9 @@ def pbvs_error(board2cam: np.ndarray, board2cam_desired: np.ndarray) -> np.ndarr
     current = check_pose(board2cam, "board2cam")
     desired = check_pose(board2cam_desired, "board2cam_desired")
     cam2desired = desired[:3, :3] @ current[:3, :3].T
-    theta_u = Rotation.from_matrix(cam2desired).as_rotvec()
+    # both rotations passed check_pose, so their product is one (to what check_pose allows):
+    # scipy need not re-orthogonalise it, which costs it four times the conversion itself
+    theta_u = Rotation.from_matrix(cam2desired, assume_valid=True).as_rotvec()
     return np.concatenate([current[:3, 3] - desired[:3, 3], theta_u])
 
 
@@ -151,8 +153,15 @@ def camera_velocity(
     else:
         raise ValueError(f"norm must be 'euclidean' or 'infinity', got {norm!r}")
     lam = float(gain(magnitude)) if callable(gain) else float(gain)
-    interaction = interaction_matrix(np.asarray(board2cam)[:3, 3], error[3:])
-    return PbvsCommand(error, magnitude, lam, control_law(error, interaction, lam))
+    if not math.isfinite(lam) or lam <= 0.0:
+        raise ValueError(f"gain must be finite and > 0, got {lam}")
+    # control_law(error, interaction_matrix(c_t_o, θu), λ) in closed form: L_e is block upper
+    # triangular with L_θu θu = θu, so L_e⁻¹ e = (−(c_t_o − c*_t_o) + [c_t_o]× θu, θu) (the module
+    # docstring); no (6, 6) matrix and no SVD per tick
+    (x, y, z), (a, b, c) = np.asarray(board2cam, dtype=float)[:3, 3], error[3:]
+    cross = np.array([y * c - z * b, z * a - x * c, x * b - y * a])  # np.cross's products, without its overhead
+    linear = lam * (error[:3] - cross)
+    return PbvsCommand(error, magnitude, lam, np.concatenate([linear, -lam * error[3:]]))
 
 
 # ---------------------------------------------------------------------------- twists

@@ -90,6 +90,7 @@ class FaultInjector:
         self.latches: dict[str, FaultyLatch] = {}
         self.state_sensors: dict[str, FaultyStateSensor] = {}  # by target
         self._entries: list[ScheduledFault] = []
+        self.revision = 0  # counts the faults started and ended (the executive republishes on a change)
         self._overruns: dict[int, _Overrun] = {}  # by node id
         self._ctx: Context | None = None
         self._arms: list[Arm] = []
@@ -170,6 +171,8 @@ class FaultInjector:
     # the tick loop -------------------------------------------------------------------------
     def before_tick(self, now: float) -> None:
         """End the faults whose time is up, start the due ones, deliver delayed commands."""
+        if not self._entries and not self.robots:  # nothing scheduled, no arm to deliver to
+            return
         for entry in self._entries:
             if entry.expired(now):
                 self._deactivate(entry, now)
@@ -225,6 +228,7 @@ class FaultInjector:
         assert self._ctx is not None
         fault = entry.spec
         entry.state, entry.start = "active", now
+        self.revision += 1
         duration = fault.duration
         if isinstance(fault, TickOverrunFault) and duration is None:
             duration = self._ctx.period  # once: the tick it starts in
@@ -251,6 +255,7 @@ class FaultInjector:
     def _deactivate(self, entry: ScheduledFault, now: float) -> None:
         assert self._ctx is not None
         entry.state = "done"
+        self.revision += 1
         entry.record["end"] = round(now, 6)
         i = entry.index
         if entry.robot is not None:

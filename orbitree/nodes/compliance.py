@@ -70,6 +70,8 @@ class AdmittanceLoop:
 
     def reset(self) -> None:
         self.readings: deque[np.ndarray] = deque(maxlen=self.window)
+        self._rows = np.empty((self.window, 6))  # the same readings, a ring the median reads in place
+        self._taken = 0  # readings taken since the reset
         self.over = 0  # fresh readings in a row above a force limit
         self.raw_force = 0.0  # the newest reading's force (N)
         self.twist = np.zeros(6)
@@ -84,9 +86,13 @@ class AdmittanceLoop:
     def sense(self, wrench_tcp: np.ndarray, tcp2base: np.ndarray, fresh: bool = True) -> np.ndarray:
         """Take a reading (a stale one is not counted twice); the filtered wrench, base frame."""
         if fresh or not self.readings:
-            self.readings.append(wrench_tcp_to_base(np.asarray(wrench_tcp, dtype=float), tcp2base))
-            self.raw_force = float(np.linalg.norm(self.readings[-1][:3]))
-        self.wrench = np.median(self.readings, axis=0)
+            reading = wrench_tcp_to_base(np.asarray(wrench_tcp, dtype=float), tcp2base)
+            self.readings.append(reading)
+            self._rows[self._taken % self.window] = reading
+            self._taken += 1
+            self.raw_force = float(np.linalg.norm(reading[:3]))
+        # the median of the window (of the rows in any order: the same values)
+        self.wrench = np.median(self._rows[: len(self.readings)], axis=0)
         return self.wrench
 
     def overloaded(self, limit: float, fresh: bool = True) -> bool:
@@ -109,5 +115,8 @@ class AdmittanceLoop:
         twist, offset = admittance_step(self.wrench, self.twist, self.offset, self.period, self.law)
         # the law goes on from what the arm is told, not from beyond the limits (no wind-up)
         self.twist = saturate_twist(twist, self.max_speed, self.max_angular_speed)
-        self.offset = self.offset + self.period * self.twist if not np.allclose(twist, self.twist) else offset
+        # np.allclose(twist, self.twist) for finite twists (saturate_twist takes no other), without
+        # its isclose machinery
+        close = bool((np.abs(twist - self.twist) <= 1e-8 + 1e-5 * np.abs(self.twist)).all())
+        self.offset = self.offset + self.period * self.twist if not close else offset
         return self.twist

@@ -23,6 +23,8 @@ import py_trees
 from orbitree.language.params import NodeParams
 from orbitree.nodes.context import Context
 
+_BLACKBOARD = py_trees.blackboard.Blackboard
+
 
 class Leaf(py_trees.behaviour.Behaviour):
     kind: ClassVar[str] = ""
@@ -39,6 +41,12 @@ class Leaf(py_trees.behaviour.Behaviour):
             self.bb.register_key(key=key, access=py_trees.common.Access.WRITE)
         for key in set(self.reads(params)) - writes:
             self.bb.register_key(key=key, access=py_trees.common.Access.READ)
+        # declared keys read and written straight in the blackboard's storage, as the client
+        # would (absolute, not remapped, no attribute path); others go through the client
+        bb, remaps = self.bb, self.bb.remappings
+        plain = {k for k in (*bb.read, *bb.write, *bb.exclusive) if remaps.get(k) == k and "." not in k}
+        self._plain_reads = frozenset(plain)
+        self._plain_writes = frozenset(plain & {*bb.write, *bb.exclusive})
 
     @classmethod
     def reads(cls, params: Any) -> list[str]:
@@ -53,6 +61,8 @@ class Leaf(py_trees.behaviour.Behaviour):
     # blackboard helpers -------------------------------------------------------------------
     def read(self, key: str, default: Any = None) -> Any:
         """The value of a declared key, or ``default`` if nothing has written it yet."""
+        if key in self._plain_reads and _BLACKBOARD.activity_stream is None:
+            return _BLACKBOARD.storage.get(key, default)
         try:
             return self.bb.get(key)
         except KeyError:
@@ -60,5 +70,8 @@ class Leaf(py_trees.behaviour.Behaviour):
 
     def write(self, key: str, value: Any) -> None:
         """Write a declared key and stamp it with the current time."""
-        self.bb.set(key, value, overwrite=True)
+        if key in self._plain_writes and _BLACKBOARD.activity_stream is None:
+            _BLACKBOARD.storage[key] = value
+        else:
+            self.bb.set(key, value, overwrite=True)
         self.ctx.touched(key)

@@ -145,10 +145,17 @@ class Executive:
         driver_keys = (k for d in self.drivers for k in d.keys())  # noqa: SIM118 (a device's keys(), not a dict)
         for key in {*model.blackboard, FAULTS_ACTIVE, VIOLATIONS_KEY, *driver_keys}:
             self._writer.register_key(key=key, access=py_trees.common.Access.WRITE)
+        # keys the writer may set straight into the blackboard's storage, as ``Client.set`` would
+        # (absolute, not remapped, no attribute path); others, or an activity stream, go through it
+        remaps = self._writer.remappings
+        self._direct_keys = frozenset(k for k in self._writer.write if remaps.get(k) == k and "." not in k)
         self.supervisor = Supervisor(self.safety, self.ctx, self.drivers, self._write, self.recovery,
                                      model.safety.recovery)
         self._active_faults: list[int] | None = None  # ids of the faults in /faults/active
+        self._fault_revision = -1  # the injector's revision when they were last looked at
         self.loop_times = LoopTimes()  # where the wall time goes (``profile()``)
+        self._parts = self.loop_times.parts
+        self._ticklog: TickLog | None = None  # the log of the run under way
         self._sim_time_s = 0.0
 
     # ---------------------------------------------------------------------------------------
@@ -164,11 +171,17 @@ class Executive:
             sampler = SceneSampler(header["scene"], self.ctx.world, observers=observers_of(header["nodes"]))
         ticks = TickLog(recorder, self._nodes, self.ctx, model.record.keys, self.views, sampler)
         ticks.also_show(model.view.keys)
+        self._ticklog = ticks  # the timer notes the nodes it ticks in ``ticks.touched``
         tick_times: list[float] = []
         phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
+        phase_nodes = [(i, self._nodes[i]) for i in phases]
+        period = self.ctx.period
+        running = Status.RUNNING
         status, reason, error = "ABORTED", "not started", None
         started = time.monotonic()
         self.loop_times = loop = LoopTimes()
+        self._parts = parts = loop.parts
+        driver_step = loop.driver_step
         clock_read = time.perf_counter
         switch = sys.getswitchinterval()
         if self.ctx.concurrent:
@@ -188,30 +201,31 @@ class Executive:
                     clock.hold(gate.before_tick(clock.ticks))
                 tick_ms = self._tick(clock.now)
                 tick_times.append(tick_ms)
-                for i in phases:
-                    if self._nodes[i].status == Status.RUNNING:
-                        phases[i] += self.ctx.period
+                for i, node in phase_nodes:
+                    if node.status is running:
+                        phases[i] += period
                 t0 = clock_read()
                 fresh = self.supervisor.check(self.tree)
                 t1 = clock_read()
                 changed = ticks.write(clock.ticks, clock.now, tick_ms, clock.deadline_misses)
                 t2 = clock_read()
-                self.injector.after_tick(clock.now, changed)
+                if changed:  # (the injector's after_tick looks at status changes only)
+                    self.injector.after_tick(clock.now, changed)
                 t3 = clock_read()
                 verdict = self._verdict(fresh, clock.now)
                 t4 = clock_read()
-                loop.add("safety", (t1 - t0) + (t4 - t3))
-                loop.add("log and views", t2 - t1)
-                loop.add("faults", t3 - t2)
+                parts["safety"] += (t1 - t0) + (t4 - t3)
+                parts["log and views"] += t2 - t1
+                parts["faults"] += t3 - t2
                 if verdict is not None:
                     status, reason = verdict
                     break
                 for driver in self.drivers:
                     t0 = clock_read()
-                    driver.after_tick(self.ctx.period)
+                    driver.after_tick(period)
                     spent = clock_read() - t0
-                    loop.driver_step[driver.name] += spent
-                    loop.add("drivers step", spent)
+                    driver_step[driver.name] += spent
+                    parts["drivers step"] += spent
                 clock.wait_next()
         except (KeyboardInterrupt, Interrupted) as exc:
             reason = "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"
@@ -255,43 +269,56 @@ class Executive:
     def _tick(self, now: float) -> float:
         """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms."""
         self.ctx.now = now
-        started = time.perf_counter()
-        self.injector.before_tick(now)
-        active = self.injector.active
-        if [f["id"] for f in active] != self._active_faults:
-            self._active_faults = [f["id"] for f in active]
-            self._write(FAULTS_ACTIVE, [dict(f) for f in active])
-        read = time.perf_counter()
-        self._read_drivers(now)
-        t0 = time.perf_counter()
+        clock_read = time.perf_counter
+        started = clock_read()
+        injector = self.injector
+        injector.before_tick(now)
+        if injector.revision != self._fault_revision:  # a fault started or ended
+            self._fault_revision = injector.revision
+            active = injector.active
+            if [f["id"] for f in active] != self._active_faults:
+                self._active_faults = [f["id"] for f in active]
+                self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+        read = clock_read()
+        if self.drivers:
+            self._read_drivers(now)
+        t0 = clock_read()
+        ticklog = self._ticklog
         if self.supervisor.recovering is None:
-            self._tick_tree()
+            # the root directly: py_trees' BehaviourTree.tick would walk the tree for visitors
+            self._timer.tick(self.tree.root, ticklog.touched if ticklog is not None else None)
         else:
             assert self.recovery is not None
             self.recovery.root.tick_once()
-        ticked = time.perf_counter()
-        self.loop_times.add("faults", read - started)
-        self.loop_times.add("drivers read", t0 - read)
-        self.loop_times.add("tree tick", ticked - t0)
+            if ticklog is not None:  # nodes the timer does not see ticked
+                ticklog.rescan()
+        ticked = clock_read()
+        parts = self._parts
+        parts["faults"] += read - started
+        parts["drivers read"] += t0 - read
+        parts["tree tick"] += ticked - t0
         return (ticked - t0) * 1e3
 
     def _read_drivers(self, now: float) -> None:
+        clock_read = time.perf_counter
+        spent = self.loop_times.driver_read
+        write = self._write
         for driver in self.drivers:
-            t0 = time.perf_counter()
+            t0 = clock_read()
             try:
                 readings = driver.read(now)
             except DriverDisconnected as exc:  # its blackboard values go stale
-                self.loop_times.driver_read[driver.name] += time.perf_counter() - t0
+                spent[driver.name] += clock_read() - t0
                 if driver.name not in self._disconnected:
                     self._disconnected.add(driver.name)
                     self.ctx.event("driver_disconnected", driver=driver.name, error=str(exc))
                 continue
-            self.loop_times.driver_read[driver.name] += time.perf_counter() - t0
-            if driver.name in self._disconnected:
+            spent[driver.name] += clock_read() - t0
+            if self._disconnected and driver.name in self._disconnected:
                 self._disconnected.discard(driver.name)
                 self.ctx.event("driver_reconnected", driver=driver.name)
             for key, value in readings.items():
-                self._write(key, value)
+                write(key, value)
 
     def _verdict(self, fresh: list[dict[str, Any]], now: float) -> tuple[str, str] | None:
         """(status, reason) if the run ends after this tick: safety, the tree's outcome, time."""
@@ -328,17 +355,14 @@ class Executive:
             driver.stop()
 
     # ---------------------------------------------------------------------------------------
-    def _tick_tree(self) -> None:
-        # py_trees' BehaviourTree.tick also walks the whole tree for "full" visitors after every
-        # tick; with none attached that walk is pure overhead, so tick the root directly.
-        timer = self._timer
-        timer.initialise()
-        for node in self.tree.root.tick():
-            timer.run(node)
-
     def _write(self, key: str, value: Any) -> None:
-        self._writer.set(key, value, overwrite=True)
-        self.ctx.touched(key)
+        if key in self._direct_keys and py_trees.blackboard.Blackboard.activity_stream is None:
+            py_trees.blackboard.Blackboard.storage[key] = value  # what Client.set does for such a key
+        else:
+            self._writer.set(key, value, overwrite=True)
+        ctx = self.ctx
+        ctx.stamps[key] = ctx.now  # ctx.touched(key), inlined
+        ctx.dirty.add(key)
 
     def _halt(self) -> bool:
         """Halt the tree (running leaves' ``terminate`` stop their motions), then the drivers."""

@@ -15,8 +15,10 @@ Format ``orbitree-log/1`` (one JSON object per line, each with a ``type``):
 * ``footer`` — ``summary`` (the object ``--summary`` writes) and ``node_tick_us`` (per node:
   mean and max time spent in that node itself, microseconds).
 
-Every line is flushed when written, so a run cut off by a crash or ``kill -9`` leaves a log that
-parses up to its last complete line; ``read_log`` does exactly that.
+The header and the footer are flushed when written, tick records at least every
+``FLUSH_INTERVAL_S`` of wall time (a write to the operating system per tick would cost more than
+the rest of the record), so a run cut off by a crash or ``kill -9`` leaves a log that parses up
+to its last complete line, at most that long before the cut; ``read_log`` does exactly that.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import dataclasses
 import enum
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -57,8 +60,32 @@ def to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
+_ENCODER = json.JSONEncoder(default=to_jsonable, separators=(",", ":"))  # json.dumps's, made once
+
+
 def dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, default=to_jsonable, separators=(",", ":"))
+    """``json.dumps(record, default=to_jsonable, separators=(",", ":"))``."""
+    return _ENCODER.encode(record)
+
+
+def decimal_text(x: float, digits: int) -> str:
+    """``dumps(round(x, digits))`` for a float, faster: the same text for every ``x``.
+
+    Between 1e-4 and 1e9 (and for 0) ``repr`` of the rounded value is the fixed-point text of
+    ``x`` to ``digits`` places without trailing zeros: both come from the same correctly rounded
+    decimal, and with at most 15 significant digits that decimal is also the shortest that reads
+    back as the same double (``digits`` <= 6). Elsewhere (and for NaN, infinities) it is computed
+    as ``dumps`` does.
+    """
+    if 1e-4 <= x < 1e9 or x == 0.0:
+        text = f"{x:.{digits}f}"
+        text = text.rstrip("0")
+        return text + "0" if text[-1] == "." else text
+    return _ENCODER.encode(round(float(x), digits))
+
+
+FLUSH_INTERVAL_S = 0.05
+"""Wall time a written tick record may wait in the file's buffer (s)."""
 
 
 class Recorder:
@@ -67,6 +94,9 @@ class Recorder:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
         self._file: TextIO | None = None
+        self._lines: list[str] = []  # tick lines not yet handed to the file
+        self._flushed = 0.0  # time.monotonic() of the last flush
+
 
     def open(self) -> None:
         if self.path is not None:
@@ -74,13 +104,35 @@ class Recorder:
             self._file = self.path.open("w", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
+        """Write one record and flush it (the header, the footer)."""
         if self._file is None:
             return
+        self._drain()
         self._file.write(dumps(record) + "\n")
         self._file.flush()
+        self._flushed = time.monotonic()
+
+    def write_line(self, line: str) -> None:
+        """Write one record already encoded (a tick); flushed within ``FLUSH_INTERVAL_S``."""
+        if self._file is None:
+            return
+        self._lines.append(line)
+        now = time.monotonic()
+        if now - self._flushed >= FLUSH_INTERVAL_S:
+            self._drain()
+            self._file.flush()
+            self._flushed = now
+
+    def _drain(self) -> None:
+        """Hand the waiting tick lines to the file, in one write."""
+        if self._lines and self._file is not None:
+            self._lines.append("")
+            self._file.write("\n".join(self._lines))
+            self._lines.clear()
 
     def close(self) -> None:
         if self._file is not None:
+            self._drain()
             self._file.close()
             self._file = None
 

@@ -261,6 +261,18 @@ class SceneSampler:
         }
         self._next = -math.inf
         self._last: dict[str, dict[str, Any]] = {}
+        self._poses: dict[tuple[str, str], tuple[bytes, list[float]]] = {}  # pose7 of the last matrix seen
+
+    def _pose7(self, field: str, name: str, matrix: np.ndarray) -> list[float]:
+        """``pose7(matrix)``, computed again only when the matrix changed (a target at rest, an
+        estimate between two frames)."""
+        data = np.asarray(matrix, dtype=float).tobytes()
+        cached = self._poses.get((field, name))
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        pose = pose7(matrix)
+        self._poses[(field, name)] = (data, pose)
+        return pose
 
     def sample(self, t: float, force: bool = False) -> dict[str, Any] | None:
         if t < self._next and not force:
@@ -285,9 +297,9 @@ class SceneSampler:
         truth = getattr(self.world, "targets", None)
         if truth:
             for name, matrix in truth.items():
-                self._put(out, "body", name, pose7(matrix), POSE_STEP)
+                self._put(out, "body", name, self._pose7("body", name, matrix), POSE_STEP)
         for name, satellite in (getattr(self.world, "satellites", None) or {}).items():
-            self._put(out, "body", name, pose7(satellite.pose()), POSE_STEP)
+            self._put(out, "body", name, self._pose7("body", name, satellite.pose()), POSE_STEP)
         for target, key in keys["est"].items():
             estimate = storage.get(key)
             matrix = getattr(estimate, "matrix", None)
@@ -295,7 +307,7 @@ class SceneSampler:
                 robot = self.observers.get(target)
                 base = self.bases.get(robot) if robot is not None else None
                 world = matrix if base is None else base @ matrix
-                self._put(out, "est", target, pose7(world), POSE_STEP)
+                self._put(out, "est", target, self._pose7("est", target, world), POSE_STEP)
         for key in [k for k in storage if k.startswith("/orbit/relative/")]:
             if fnmatch.fnmatchcase(key, ORBIT_RELATIVE_GLOB):
                 position = lvlh_position(storage[key])

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import fnmatch
+import operator
 from collections.abc import Sequence
+from itertools import compress
+from json.encoder import encode_basestring_ascii as _string  # json.dumps's, in C
+from operator import is_not, ne
 from typing import Any
 
 import py_trees
 
 from orbitree.nodes.context import Context
-from orbitree.runtime.recorder import Recorder
+from orbitree.runtime.recorder import Recorder, decimal_text, dumps
 from orbitree.runtime.scene import SceneSampler
 from orbitree.runtime.snapshot import Snapshot, View
 
@@ -19,6 +23,16 @@ class TickLog:
 
     Blackboard values are logged when written and matched by the mission's ``record.keys``; views
     get those matching ``view.keys`` and the patterns the views ask for themselves.
+
+    The per-tick cost is kept to what changed. A node's status and feedback change only while
+    it ticks or is stopped (py_trees sets them in ``tick`` and ``stop``, leaves in ``update``,
+    ``initialise`` and ``terminate``), so only those nodes are looked at: the executive's timer
+    notes the nodes it ticks in ``touched``, and every node's ``stop`` notes itself there too.
+    The whole tree is compared on the first record, after ``rescan()`` (a tick of a tree the
+    timer does not see: the recovery) and on the final record. The record is formatted around
+    the JSON of the fields that changed, and the views' snapshots share the lists and the
+    blackboard dict of the tick before when nothing in them changed (views read snapshots, they
+    never modify them).
     """
 
     def __init__(
@@ -37,12 +51,24 @@ class TickLog:
         self.scene = scene
         self._record_patterns = list(record_patterns)
         self._view_patterns = [p for v in self.views for p in getattr(v, "blackboard_keys", ())]
+        self._ids = range(len(self.behaviours))
+        self.touched: list[int] = []  # ids of the nodes ticked or stopped since the last record
+        self._full = True  # compare every node on the next record
+        for i, node in enumerate(self.behaviours):
+            _note_stops(node, i, self.touched)
+        # '"3":"RUNNING"' per node and status: the status field's JSON, made once
+        self._status_text = [{s.name: f'"{i}":"{s.name}"' for s in py_trees.common.Status} for i in self._ids]
         self._last_status = [b.status for b in self.behaviours]
         self._last_feedback = ["" for _ in self.behaviours]
         self._record_keys: dict[str, bool] = {}
         self._view_keys: dict[str, bool] = {}
         self._view_values: dict[str, Any] = {}
         self._view_statuses = [b.status.name for b in self.behaviours]
+        self._view_feedback = list(self._last_feedback)
+
+    def rescan(self) -> None:
+        """Compare every node's status and feedback on the next record."""
+        self._full = True
 
     def also_show(self, patterns: Sequence[str]) -> None:
         """Blackboard globs the views get besides their own (the mission's ``view.keys``)."""
@@ -51,39 +77,118 @@ class TickLog:
     def write(self, n: int, t: float, tick_ms: float, deadline_misses: int, final: bool = False) -> dict[int, str]:
         """Log tick ``n`` and publish it; return the node statuses that changed in it. The
         scene is sampled at its own rate, and always on the ``final`` record."""
-        statuses = [b.status for b in self.behaviours]
-        feedback = [b.feedback_message for b in self.behaviours]
-        last = self._last_status
-        changed = {i: st.name for i, (st, old) in enumerate(zip(statuses, last, strict=True)) if st is not old}
-        fb = {i: f for i, (f, old) in enumerate(zip(feedback, self._last_feedback, strict=True)) if f != old}
-        self._last_status[:], self._last_feedback[:] = statuses, feedback
-        dirty, commands, events = self.ctx.take_tick_records()
-        record: dict[str, Any] = {"type": "tick", "n": n, "t": round(t, 6), "tick_ms": round(tick_ms, 4)}
+        changed, fb = self._scan() if (self._full or final) else self._changes()
+        ctx = self.ctx
+        if ctx.dirty or ctx.commands or ctx.events:
+            dirty, commands, events = ctx.take_tick_records()
+        else:
+            dirty, commands, events = _NO_KEYS, _NOTHING, _NOTHING
+        scene = self.scene.sample(t, force=final) if self.scene is not None else None
+        # the record exactly as ``dumps`` would write it (same fields, same order, same text),
+        # formatted here for what every tick has (numbers, statuses, feedback)
+        # t and tick_ms as decimal_text writes them, inlined for the usual range (a call costs
+        # as much as the formatting)
+        if 1e-4 <= t < 1e9 and 1e-4 <= tick_ms < 1e9:
+            t_text = f"{t:.6f}".rstrip("0")
+            ms_text = f"{tick_ms:.4f}".rstrip("0")
+            if t_text[-1] == ".":
+                t_text += "0"
+            if ms_text[-1] == ".":
+                ms_text += "0"
+        else:
+            t_text, ms_text = decimal_text(t, 6), decimal_text(tick_ms, 4)
+        record = f'{{"type":"tick","n":{n:d},"t":{t_text},"tick_ms":{ms_text}'
         if dirty:
             bb = _values(dirty, self._record_keys, self._record_patterns)
             if bb:
-                record["bb"] = bb
-        scene = self.scene.sample(t, force=final) if self.scene is not None else None
-        for name, value in (("status", changed), ("feedback", fb), ("cmd", commands), ("events", events),
-                            ("scene", scene)):
-            if value:
-                record[name] = value
-        self.recorder.write(record)
+                record += ',"bb":' + dumps(bb)
+        if changed:
+            text = self._status_text
+            record += ',"status":{' + ",".join([text[i][name] for i, name in changed.items()]) + "}"
+        if fb:
+            try:
+                record += ',"feedback":{' + ",".join([f'"{i}":{_string(f)}' for i, f in fb.items()]) + "}"
+            except TypeError:  # a message that is not a string (read_log refuses it, as before)
+                record += ',"feedback":' + dumps(fb)
+        if commands:
+            record += ',"cmd":' + dumps(commands)
+        if events:
+            record += ',"events":' + dumps(events)
+        if scene:
+            record += ',"scene":' + dumps(scene)
+        self.recorder.write_line(record + "}")
         if self.views:
-            self._publish(n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene)
+            if fb:  # a new list only when a message changed
+                self._view_feedback = list(self._last_feedback)
+            self._publish(n, t, tick_ms, deadline_misses, dirty, changed, self._view_feedback, events or [], scene)
         return changed
+
+    def _scan(self) -> tuple[dict[int, str], dict[int, str]]:
+        """The statuses and messages that changed, of every node."""
+        self._full = False
+        self.touched.clear()
+        behaviours = self.behaviours
+        statuses = list(map(_STATUS, behaviours))
+        last = self._last_status
+        changed: dict[int, str] = {}
+        if statuses != last:  # identical members compare by identity: no enum code runs
+            # the indices of the nodes whose status changed, found in C (compress, map)
+            changed = {i: statuses[i]._name_ for i in compress(self._ids, map(is_not, statuses, last))}
+            self._last_status = statuses
+        feedback = list(map(_FEEDBACK, behaviours))
+        fb: dict[int, str] = {}
+        if feedback != self._last_feedback:
+            fb = {i: feedback[i] for i in compress(self._ids, map(ne, feedback, self._last_feedback))}
+            self._last_feedback = feedback
+        return changed, fb
+
+    def _changes(self) -> tuple[dict[int, str], dict[int, str]]:
+        """The statuses and messages that changed, of the nodes touched since the last record
+        (a node touched twice is looked at twice: the second look finds nothing new)."""
+        touched = self.touched
+        if not touched:
+            return _NO_CHANGE, _NO_CHANGE
+        behaviours, statuses, messages = self.behaviours, self._last_status, self._last_feedback
+        changed: dict[int, str] = {}
+        fb: dict[int, str] = {}
+        for i in touched:
+            node = behaviours[i]
+            status = node.status
+            if status is not statuses[i]:
+                statuses[i] = status
+                changed[i] = status._name_
+            message = node.feedback_message
+            if message != messages[i]:
+                messages[i] = message
+                fb[i] = message
+        touched.clear()
+        # in node order, as a comparison of every node lists them
+        if len(changed) > 1:
+            changed = dict(sorted(changed.items()))
+        if len(fb) > 1:
+            fb = dict(sorted(fb.items()))
+        return changed, fb
 
     def _publish(self, n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene) -> None:
         if dirty:
-            self._view_values.update(_values(dirty, self._view_keys, self._view_patterns))
+            values = _values(dirty, self._view_keys, self._view_patterns)
+            if values:  # a new dict only when a shown key was written
+                self._view_values = {**self._view_values, **values}
         if changed:  # a new list only when a status changed (naming 40 enums costs ~10 µs)
             self._view_statuses = list(self._view_statuses)
             for i, name in changed.items():
                 self._view_statuses[i] = name
-        snapshot = Snapshot(n, t, self._view_statuses, feedback, dict(self._view_values), tick_ms,
+        snapshot = Snapshot(n, t, self._view_statuses, feedback, self._view_values, tick_ms,
                             deadline_misses, events, scene)
         for view in self.views:
             view.publish(snapshot)
+
+
+_STATUS = operator.attrgetter("status")
+_FEEDBACK = operator.attrgetter("feedback_message")
+_NO_KEYS: frozenset[str] = frozenset()
+_NO_CHANGE: dict[int, str] = {}  # returned, never filled
+_NOTHING: tuple[()] = ()
 
 
 def _values(dirty: set[str], cache: dict[str, bool], patterns: list[str]) -> dict[str, Any]:
@@ -97,3 +202,16 @@ def _values(dirty: set[str], cache: dict[str, bool], patterns: list[str]) -> dic
         if wanted:
             out[key] = storage.get(key)
     return out
+
+
+def _note_stops(node: py_trees.behaviour.Behaviour, i: int, touched: list[int]) -> None:
+    """Wrap ``node.stop`` so that each call notes ``i`` in ``touched`` (a stop may change the
+    node's status and, through ``terminate``, its feedback)."""
+    stop = node.stop
+    note = touched.append
+
+    def noted_stop(new_status: py_trees.common.Status) -> None:
+        note(i)
+        stop(new_status)
+
+    node.stop = noted_stop  # type: ignore[method-assign]

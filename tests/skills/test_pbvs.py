@@ -314,3 +314,19 @@ def test_saturation_leaves_slow_twists_alone_and_scales_by_the_tighter_limit() -
     assert pbvs.saturate_twist(fast, math.inf, 0.1)[4] == pytest.approx(0.1)
     with pytest.raises(ValueError, match=r"max_linear must be > 0, got 0\.0"):
         pbvs.saturate_twist(fast, 0.0, 1.0)
+
+
+def test_camera_velocity_is_the_law_with_the_whole_interaction_matrix() -> None:
+    """camera_velocity solves the law in closed form; it is control_law on interaction_matrix."""
+    rng = np.random.default_rng(15)
+    worst = 0.0
+    for _ in range(500):
+        current, desired = np.eye(4), np.eye(4)
+        current[:3, :3] = Rotation.from_rotvec(rng.normal(size=3) * rng.uniform(0.0, 2.5)).as_matrix()
+        desired[:3, :3] = Rotation.from_rotvec(rng.normal(size=3) * 0.5).as_matrix()
+        current[:3, 3], desired[:3, 3] = rng.normal(size=3), rng.normal(size=3)
+        command = pbvs.camera_velocity(current, desired, 0.7)
+        interaction = pbvs.interaction_matrix(current[:3, 3], command.error[3:])
+        reference = pbvs.control_law(command.error, interaction, 0.7)
+        worst = max(worst, float(np.abs(command.twist - reference).max() / np.abs(reference).max()))
+    assert worst < 1e-12

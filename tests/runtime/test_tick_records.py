@@ -1,0 +1,92 @@
+"""The tick log's records are exactly what ``dumps`` writes of them, whatever changed in a tick,
+though the tick log formats them itself and looks only at the nodes ticked or stopped."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.runtime.executive import Executive
+from orbitree.runtime.recorder import decimal_text, dumps
+from orbitree.runtime.ticklog import TickLog
+
+# statuses changing every few ticks, children stopped by their parents (the inverter's, the
+# retry's, the reactive fallback's), feedback counting down, a blackboard key written per cycle
+CYCLE = """
+          - sequence:
+              name: cycle {i} µ
+              children:
+                - set: {{key: /bench/phase{i}, value: {i}}}
+                - fallback:
+                    reactive: true
+                    children:
+                      - condition: {{key: /bench/force, below: 30 N}}
+                      - log: force high
+                - parallel:
+                    policy: all
+                    children:
+                      - wait: 30 ms
+                      - condition: {{key: /bench/phase{i}, equals: {i}}}
+                - retry:
+                    attempts: 2
+                    child:
+                      timeout: {{duration: 1 s, child: {{wait: 20 ms}}}}
+                - inverter: {{child: {{fail: {{}}}}}}
+"""
+
+
+def mission_file(tmp_path):
+    text = "mission: cycles\nrate_hz: 125\nmax_duration: 2 s\nblackboard: {/bench/force: 12.0}\n" \
+           "tree:\n  repeat:\n    count: -1\n    child:\n      sequence:\n        name: body\n" \
+           "        children:" + "".join(CYCLE.format(i=i) for i in range(2))
+    path = tmp_path / "m.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_lines(tmp_path, name="run.jsonl"):
+    log = tmp_path / name
+    Executive(load_mission(mission_file(tmp_path)), log_path=str(log)).run()
+    return log.read_text(encoding="utf-8").splitlines()
+
+
+def test_every_tick_record_is_what_dumps_writes_and_names_real_changes(tmp_path):
+    lines = run_lines(tmp_path)
+    header, ticks = json.loads(lines[0]), lines[1:-1]
+    assert len(ticks) == 251  # 250 ticks, then the record of the halt at max_duration
+    statuses = ["INVALID"] * len(header["nodes"])
+    changes = 0
+    for line in ticks:
+        record = json.loads(line)
+        assert dumps(record) == line  # same fields, order, number text and escapes
+        for i, status in record.get("status", {}).items():
+            assert statuses[int(i)] != status  # a record names real changes only
+            statuses[int(i)] = status
+            changes += 1
+    assert changes > 300
+    assert sum("feedback" in json.loads(line) for line in ticks) > 100
+
+
+def test_looking_at_the_touched_nodes_logs_what_comparing_every_node_logs(tmp_path, monkeypatch):
+    touched = run_lines(tmp_path, "touched.jsonl")
+    monkeypatch.setattr(TickLog, "_changes", TickLog._scan)  # every node, every tick
+    every = run_lines(tmp_path, "every.jsonl")
+
+    def comparable(lines):  # without the footer (timings) and the times of the ticks
+        return [re.sub(r'"(tick_ms|start_time)":("[^"]*"|[0-9.e-]+)', "", line) for line in lines[:-1]]
+
+    assert len(touched) == len(every) == 253
+    assert comparable(touched) == comparable(every)
+
+
+def test_decimal_text_is_dumps_of_the_rounded_float():
+    draws = random.Random(15)
+    values = [0.0, -0.0, 1e-4, 9.99999e-5, 5e-5, 1.5e-4, 1e9, 1e9 - 1e-6, 999999999.9999995, 0.5, 2.5,
+              5e-7, 123.4565, 0.1 + 0.2, 1e300, float("inf"), float("nan")]
+    values += [k * 0.008 for k in range(20000)] + [k * 0.002 for k in range(20000)]
+    values += [draws.uniform(0, 1e9) for _ in range(20000)] + [10 ** draws.uniform(-7, 12) for _ in range(20000)]
+    for digits in (4, 6):
+        wrong = [v for v in values if decimal_text(v, digits) != dumps(round(v, digits))]
+        assert wrong == []
