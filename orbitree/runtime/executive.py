@@ -109,8 +109,9 @@ class Executive:
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
         # paced by the wall clock, long work runs beside the tick: perception in its leaves'
-        # worker threads, and a simulated camera renders in its own thread, as a real one exposes
-        # and transfers its frames while the computer does other things
+        # worker threads, and a simulated camera renders in a process of its own (started by its
+        # setup, stopped by its shutdown), as a real one exposes and transfers its frames while the
+        # computer does other things; a thread would hold the interpreter lock the tick needs
         self.ctx.concurrent = self.clock == "wall" or self.realtime
         if self.ctx.concurrent and self.ctx.world is not None:
             for camera in self.ctx.world.cameras.values():
