@@ -54,10 +54,13 @@ import numpy as np
 
 from orbitree.drivers.interfaces import Frame
 
-__all__ = ["RenderProcess"]
+__all__ = ["RenderProcess", "spawn_worker", "stop_worker", "worker_ends"]
 
 START_TIMEOUT_S = 60.0  # spawning imports numpy, OpenCV and scipy afresh; a busy machine is slow
 STOP_TIMEOUT_S = 5.0
+RENDER_NICE = 5
+"""How much lower the render worker's scheduling priority is than the tick's process: on a busy
+computer the tick comes first (the camera it simulates would be a device with its own CPU)."""
 
 
 class RenderProcess:
@@ -97,26 +100,12 @@ class RenderProcess:
             return
         lens = self.camera.lens
         self._slot_bytes = lens.width * lens.height
-        size = self._slot_bytes * self.ring
-        if hasattr(os, "memfd_create"):
-            fd = os.memfd_create(f"{self.camera.name} frames")
-        else:
-            with tempfile.TemporaryFile() as file:  # unlinked already; the descriptor keeps it
-                fd = os.dup(file.fileno())
-        try:
-            os.ftruncate(fd, size)
-            self._memory = mmap.mmap(fd, size)
-            ours, theirs = socket.socketpair()
-            with ours, theirs:
-                code = "from orbitree.drivers.render_process import _serve; _serve()"
-                args = [str(theirs.fileno()), str(fd), str(self._slot_bytes), str(self.ring)]
-                self._process = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL,
-                                                 pass_fds=(theirs.fileno(), fd), start_new_session=True)
-                self._conn = Connection(os.dup(ours.fileno()))
-        finally:
-            os.close(fd)  # the mapping and the worker keep the memory
+        self._process, self._conn, self._memory = spawn_worker(
+            "orbitree.drivers.render_process", f"{self.camera.name} frames", self._slot_bytes * self.ring,
+            [str(self._slot_bytes)], nice=RENDER_NICE)
         self._free = list(range(self.ring))
-        self._finalizer = weakref.finalize(self, _stop, self._process, self._conn, self._memory)  # also at exit
+        # also at interpreter exit
+        self._finalizer = weakref.finalize(self, stop_worker, self._process, self._conn, self._memory)
         try:
             self._send_scene()
             self._conn.send(("state", self._state()))
@@ -238,7 +227,47 @@ class RenderProcess:
         return state
 
 
-def _stop(process: subprocess.Popen | None, conn: Connection | None, memory: mmap.mmap | None) -> None:
+def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str], nice: int = 0,
+                 ) -> tuple[Any, Connection, mmap.mmap]:
+    """Start ``module._serve()`` in a fresh interpreter, in a session of its own, with a pipe to it
+    and ``memory_bytes`` of memory shared with it: (process, our end of the pipe, our mapping).
+    The worker finds its ends with :func:`worker_ends`; ``args`` follow on its command line;
+    ``nice`` lowers its scheduling priority by that much (a CPU shared with the tick goes to the
+    tick first)."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(label)
+    else:
+        with tempfile.TemporaryFile() as file:  # unlinked already; the descriptor keeps it
+            fd = os.dup(file.fileno())
+    try:
+        os.ftruncate(fd, max(memory_bytes, 1))
+        memory = mmap.mmap(fd, max(memory_bytes, 1))
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            code = f"from {module} import _serve; _serve()"
+            ends = [str(theirs.fileno()), str(fd), str(max(memory_bytes, 1)), str(nice)]
+            argv = [sys.executable, "-c", code, *ends, *args]
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(), fd),
+                                       start_new_session=True)
+            conn = Connection(os.dup(ours.fileno()))
+    finally:
+        os.close(fd)  # the mapping and the worker keep the memory
+    return process, conn, memory
+
+
+def worker_ends() -> tuple[Connection, mmap.mmap, list[str]]:
+    """In a worker started by :func:`spawn_worker`: its end of the pipe, the shared memory, and
+    the extra arguments. The worker ignores SIGINT: the parent decides when it stops."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pipe, memory_fd, size, nice = (int(arg) for arg in sys.argv[1:5])
+    if nice:
+        os.nice(nice)  # before any thread starts: they inherit it
+    memory = mmap.mmap(memory_fd, size)
+    os.close(memory_fd)
+    return Connection(pipe), memory, sys.argv[5:]
+
+
+def stop_worker(process: subprocess.Popen | None, conn: Connection | None, memory: mmap.mmap | None) -> None:
     """Ask the worker to stop, wait for it, terminate it if it does not; unmap the memory."""
     try:
         if conn is not None:
@@ -262,16 +291,13 @@ def _stop(process: subprocess.Popen | None, conn: Connection | None, memory: mma
 
 # -- the worker process ------------------------------------------------------------------------
 def _serve() -> None:
-    """The worker's entry point: ``python -c ... <pipe fd> <memory fd> <slot bytes> <ring>``."""
-    pipe, memory_fd, slot_bytes, ring = (int(arg) for arg in sys.argv[1:5])
-    memory = mmap.mmap(memory_fd, slot_bytes * ring)
-    os.close(memory_fd)
-    _worker(Connection(pipe), memory, slot_bytes)
+    """The render worker's entry point (see :func:`spawn_worker`)."""
+    conn, memory, args = worker_ends()
+    _worker(conn, memory, int(args[0]))
 
 
 def _worker(conn: Connection, memory: mmap.mmap, slot_bytes: int) -> None:
     """Render frames on request until told to stop or the parent's end of the pipe closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     camera: Any = None
     ready = False
     try:

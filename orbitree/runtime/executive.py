@@ -227,6 +227,8 @@ class Executive:
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
                 halted = self._halt()
+                for work in self._offloads():  # worker processes end with the run
+                    work.close()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses, final=True)
@@ -434,13 +436,13 @@ class Executive:
         if self.ctx.world is not None:
             for name, camera in self.ctx.world.cameras.items():
                 cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside)
-        workers = {}
-        for node in self._nodes:
-            for value in vars(node).values():
-                if isinstance(value, Offload):
-                    workers[value.name] = (value.jobs, value.busy_s, value.threaded)
+        workers = {work.name: (work.jobs, work.busy_s, work.threaded) for work in self._offloads()}
         ticks = int(timer.count[0]) if len(timer.count) else 0
         return wall_profile(self.loop_times, nodes, cameras, workers, self._sim_time_s, ticks)
+
+    def _offloads(self) -> list[Offload]:
+        """The nodes' work beside the tick (perception)."""
+        return [value for node in self._nodes for value in vars(node).values() if isinstance(value, Offload)]
 
     def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
         times = np.asarray(tick_times) if tick_times else np.zeros(1)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orbitree.drivers.render_process import RENDER_NICE
 from orbitree.drivers.sim_camera import (
     ImageOccluder,
     SensorModel,
@@ -99,13 +100,14 @@ def test_render_process_delivers_the_in_line_renderers_frames_bit_for_bit():
         beside.shutdown()
 
 
-def _children() -> set[int]:
-    """Pids of this process's children, zombies included."""
+def _children(parent: int | None = None) -> set[int]:
+    """Pids of the children of ``parent`` (default: this process), zombies included."""
+    parent = os.getpid() if parent is None else parent
     out = set()
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
                     out.add(int(entry))
         except OSError:
             continue
@@ -128,6 +130,7 @@ def test_shutdown_leaves_no_child_process_and_frees_the_shared_memory():
     camera = _camera(beside=True)
     pid = camera._renderer.pid
     assert _running(pid) and _children() - before == {pid}
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(os.getpriority(os.PRIO_PROCESS, 0) + RENDER_NICE, 19)
     assert len(_frame_memory()) == 1
     camera.shutdown()
     camera.shutdown()  # twice is harmless
@@ -181,3 +184,33 @@ def test_no_orphan_render_process_when_the_parent_is_interrupted_killed_or_fails
     while _running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _running(pid)
+
+
+def test_realtime_run_stopped_by_ctrl_c_leaves_no_worker_process():
+    """``orbitree run --realtime``: the camera's render process and perception's worker process
+    run beside the loop, and Ctrl-C ends the run with both gone."""
+    run = subprocess.Popen([sys.executable, "-m", "orbitree.cli", "run", "missions/sirom_dock.yaml", "--realtime",
+                            "--view", "none"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60.0
+        workers: set[int] = set()
+        while len(workers) < 2 and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.1)
+            workers = {pid for pid in _children(run.pid) if "_serve()" in _cmdline(pid)}
+        assert len(workers) == 2, "the render and perception processes did not start"
+        time.sleep(1.0)  # ticking, frames rendered and searched
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+        run.wait()
+    assert "ABORTED (interrupted (Ctrl-C))" in out, out + err
+    assert not [pid for pid in workers if _running(pid)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
