@@ -15,20 +15,18 @@ Each new camera frame is searched for the target's marker board (``orbitree.skil
 put them, else ArUco detection there, else on the whole image; corner refinement, planar PnP with
 the ambiguity resolved by reprojection error and the predicted pose). The search runs beside the
 tick, never in it (``orbitree.nodes.offload``): in a run paced by the wall clock (``--realtime``,
-hardware) a worker process of the leaf's own takes the newest frame (the image through shared
-memory; the tracker lives in that process, so its Python never holds the tick's interpreter lock)
-and its estimate is used from the first tick after it is done; on the simulated clock the estimate
-is computed at once but becomes visible only ``processing_latency`` after the frame arrived (the
-time the robot's computer would take), so a run stays the same for a seed whatever the host did. It
-writes ``/target/<target>/pose_cam`` (board in the camera frame), ``pose_base`` (board in the robot
-base frame, through the camera mount and the TCP pose of the same tick), ``visible`` and
-``last_seen``. Between frames it keeps its last answer. The base-frame pose uses the arm's pose at
-the frame's stamp (interpolated in a one-second history of the arm's poses, one per tick), so a
-frame that arrives late is still placed right: a camera's frames carry the instant they were taken,
-not the tick that reads them. When no new frame has come for ``frame_timeout``, ``visible`` turns
-false. ``continuous: true`` makes it stay RUNNING (for use beside a motion in a parallel);
-otherwise it is RUNNING while a frame's estimate is on its way, then SUCCESS if the target was seen
-in the first frame it answers for, else FAILURE. """
+hardware) a worker thread takes the newest frame and its estimate is used from the first tick after
+it is done; on the simulated clock the estimate is computed at once but becomes visible only
+``processing_latency`` after the frame arrived (the time the robot's computer would take), so a run
+stays the same for a seed whatever the host did. It writes ``/target/<target>/pose_cam`` (board in
+the camera frame), ``pose_base`` (board in the robot base frame, through the camera mount and the
+TCP pose of the same tick), ``visible`` and ``last_seen``. Between frames it keeps its last answer.
+The base-frame pose uses the arm's pose at the frame's stamp (interpolated in a one-second history
+of the arm's poses, one per tick), so a frame that arrives late is still placed right: a camera's
+frames carry the instant they were taken, not the tick that reads them. When no new frame has come
+for ``frame_timeout``, ``visible`` turns false. ``continuous: true`` makes it stay RUNNING (for use
+beside a motion in a parallel); otherwise it is RUNNING while a frame's estimate is on its way,
+then SUCCESS if the target was seen in the first frame it answers for, else FAILURE. """
 
 from __future__ import annotations
 
@@ -87,12 +85,11 @@ class Perceive(Leaf):
         self.camera_matrix, self.dist = intr.camera_matrix, intr.dist_coeffs
         self.cam2tcp = device.cam2tcp
         board_name = self.ctx.targets[self.params.target].board
-        self.search = TrackerSearch(board_name, self.camera_matrix, self.dist)
+        self.board = make_aruco_board(BOARDS[board_name]())
+        self.tracker = BoardTracker(self.board, self.camera_matrix, self.dist)
         self.worker: Offload[tuple, BoardPose | None] = Offload(
-            self.search, threaded=self.ctx.concurrent, latency=self.params.processing_latency,
-            name=f"perceive {self.params.target}", process=self.ctx.concurrent,
-            shared_bytes=intr.width * intr.height)
-        self.worker.start()  # a worker process imports for a second or so: before the first frame
+            self._search, threaded=self.ctx.concurrent, latency=self.params.processing_latency,
+            name=f"perceive {self.params.target}")
         self.keys = {k: target_key(self.params.target, k) for k in TARGET_KEYS}
         self.last_stamp = -math.inf
         self.last_frame_at = 0.0
@@ -107,7 +104,7 @@ class Perceive(Leaf):
 
     def terminate(self, new_status: py_trees.common.Status) -> None:
         if new_status == py_trees.common.Status.INVALID and hasattr(self, "worker"):
-            self.worker.close()  # halted: the worker ends (a later submit starts it again)
+            self.worker.close()  # halted: the thread ends (a later submit starts it again)
 
     def update(self) -> py_trees.common.Status:
         tcp2base = self.read(robot_key(self.params.robot, "tcp_pose"))
@@ -139,6 +136,12 @@ class Perceive(Leaf):
             prior = np.linalg.solve(now, then) @ self.seen.board2cam  # board2cam at the new frame
         noise = frame.meta.get("corner_noise_px", 0.0)  # the pose_noise fault (orbitree.language.fault_spec)
         return frame.image, prior, noise, frame.meta.get("corner_noise_seed")
+
+    def _search(self, job: tuple) -> BoardPose | None:
+        """The tracker on one frame (beside the tick: touches nothing but the tracker)."""
+        image, prior, noise, seed = job
+        return self.tracker.update(image, prior, corner_noise_px=noise,
+                                   rng=np.random.default_rng(seed) if noise else None)
 
     def _pose_at(self, stamp: float) -> np.ndarray:
         """The arm's TCP pose at ``stamp``: interpolated between the two ticks around it (the
@@ -174,21 +177,3 @@ class Perceive(Leaf):
         self.visible = True
         distance = float(np.linalg.norm(found.board2cam[:3, 3]))
         self.feedback_message = f"seen at {distance:.3f} m, markers {list(markers)}, {err:.2f} px"
-
-
-class TrackerSearch:
-    """A ``BoardTracker`` on one job ``(image, prior board2cam or None, corner noise px, noise
-    seed)``. It pickles as the board's name and the lens (a worker process builds its own tracker,
-    whose OpenCV objects do not pickle); the tracker keeps its state between calls."""
-
-    def __init__(self, board_name: str, camera_matrix: np.ndarray, dist: np.ndarray) -> None:
-        self.board_name, self.camera_matrix, self.dist = board_name, camera_matrix, dist
-        self.tracker = BoardTracker(make_aruco_board(BOARDS[board_name]()), camera_matrix, dist)
-
-    def __reduce__(self) -> tuple:
-        return TrackerSearch, (self.board_name, self.camera_matrix, self.dist)
-
-    def __call__(self, job: tuple) -> BoardPose | None:
-        image, prior, noise, seed = job
-        return self.tracker.update(image, prior, corner_noise_px=noise,
-                                   rng=np.random.default_rng(seed) if noise else None)

@@ -58,9 +58,7 @@ __all__ = ["RenderProcess", "spawn_worker", "stop_worker", "worker_ends"]
 
 START_TIMEOUT_S = 60.0  # spawning imports numpy, OpenCV and scipy afresh; a busy machine is slow
 STOP_TIMEOUT_S = 5.0
-RENDER_NICE = 5
-"""How much lower the render worker's scheduling priority is than the tick's process: on a busy
-computer the tick comes first (the camera it simulates would be a device with its own CPU)."""
+
 
 
 class RenderProcess:
@@ -102,7 +100,7 @@ class RenderProcess:
         self._slot_bytes = lens.width * lens.height
         self._process, self._conn, self._memory = spawn_worker(
             "orbitree.drivers.render_process", f"{self.camera.name} frames", self._slot_bytes * self.ring,
-            [str(self._slot_bytes)], nice=RENDER_NICE)
+            [str(self._slot_bytes)])
         self._free = list(range(self.ring))
         # also at interpreter exit
         self._finalizer = weakref.finalize(self, stop_worker, self._process, self._conn, self._memory)
@@ -227,13 +225,10 @@ class RenderProcess:
         return state
 
 
-def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str], nice: int = 0,
-                 ) -> tuple[Any, Connection, mmap.mmap]:
+def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str]) -> tuple[Any, Connection, mmap.mmap]:
     """Start ``module._serve()`` in a fresh interpreter, in a session of its own, with a pipe to it
     and ``memory_bytes`` of memory shared with it: (process, our end of the pipe, our mapping).
-    The worker finds its ends with :func:`worker_ends`; ``args`` follow on its command line;
-    ``nice`` lowers its scheduling priority by that much (a CPU shared with the tick goes to the
-    tick first)."""
+    The worker finds its ends with :func:`worker_ends`; ``args`` follow on its command line."""
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create(label)
     else:
@@ -245,7 +240,7 @@ def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str], ni
         ours, theirs = socket.socketpair()
         with ours, theirs:
             code = f"from {module} import _serve; _serve()"
-            ends = [str(theirs.fileno()), str(fd), str(max(memory_bytes, 1)), str(nice)]
+            ends = [str(theirs.fileno()), str(fd), str(max(memory_bytes, 1))]
             argv = [sys.executable, "-c", code, *ends, *args]
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(), fd),
                                        start_new_session=True)
@@ -259,12 +254,10 @@ def worker_ends() -> tuple[Connection, mmap.mmap, list[str]]:
     """In a worker started by :func:`spawn_worker`: its end of the pipe, the shared memory, and
     the extra arguments. The worker ignores SIGINT: the parent decides when it stops."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    pipe, memory_fd, size, nice = (int(arg) for arg in sys.argv[1:5])
-    if nice:
-        os.nice(nice)  # before any thread starts: they inherit it
+    pipe, memory_fd, size = (int(arg) for arg in sys.argv[1:4])
     memory = mmap.mmap(memory_fd, size)
     os.close(memory_fd)
-    return Connection(pipe), memory, sys.argv[5:]
+    return Connection(pipe), memory, sys.argv[4:]
 
 
 def stop_worker(process: subprocess.Popen | None, conn: Connection | None, memory: mmap.mmap | None) -> None:

@@ -227,7 +227,7 @@ class Executive:
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
                 halted = self._halt()
-                for work in self._offloads():  # worker processes end with the run
+                for work in self._offloads():  # perception workers end with the run
                     work.close()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:

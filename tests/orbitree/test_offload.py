@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from orbitree.nodes.offload import Offload
@@ -62,92 +60,3 @@ def test_threaded_worker_takes_the_newest_job_and_never_blocks_the_caller():
     finally:
         work.close()
     assert work._thread is None
-
-
-def _wait_for(work: Offload, count: int) -> list:
-    deadline, results = time.monotonic() + 60.0, []
-    while len(results) < count and time.monotonic() < deadline:
-        results += work.ready(0.0)
-        time.sleep(0.005)
-    return results
-
-
-def _children() -> set[int]:
-    out = set()
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
-                    out.add(int(entry))
-        except OSError:
-            continue
-    return out
-
-
-def test_process_worker_returns_results_with_arrays_through_shared_memory_and_ends_on_close():
-    before = _children()
-    work = Offload(np.sum, threaded=True, process=True, shared_bytes=8 * 1000, name="test")
-    try:
-        work.start()
-        assert len(_children() - before) == 1
-        small, large = np.arange(1000.0), np.arange(5000.0)  # the second does not fit: through the pipe
-        work.submit(0.0, 0.5, small)
-        assert [(d.stamp, d.result) for d in _wait_for(work, 1)] == [(0.5, 499500.0)]
-        work.submit(0.0, 0.6, large)
-        assert [(d.stamp, d.result) for d in _wait_for(work, 1)] == [(0.6, 12497500.0)]
-        assert not work.pending and work.jobs == 2 and work.busy_s > 0.0
-    finally:
-        work.close()
-    assert _children() - before == set()
-
-
-def test_process_worker_takes_the_newest_job_and_raises_the_functions_exception_when_collected():
-    work = Offload(time.sleep, threaded=True, process=True, name="test")
-    try:
-        started = time.perf_counter()
-        work.submit(0.0, 0.0, 0.5)  # in the process
-        work.submit(0.0, 0.1, 0.01)  # waiting...
-        work.submit(0.0, 0.2, 0.02)  # ...replaced by a newer one
-        assert time.perf_counter() - started < 0.5  # submit never waits for the work
-        assert work.pending and work.dropped == 1
-        assert [d.stamp for d in _wait_for(work, 2)] == [0.0, 0.2]
-        work.submit(0.0, 0.3, -1.0)  # time.sleep(-1) raises ValueError, in the worker
-        deadline = time.monotonic() + 60.0
-        with pytest.raises(ValueError, match="non-negative"):
-            while time.monotonic() < deadline:
-                work.ready(0.0)
-                time.sleep(0.005)
-    finally:
-        work.close()
-
-
-def test_tracker_in_a_process_estimates_what_it_estimates_in_line():
-    from orbitree.behaviours.perceive import TrackerSearch
-    from orbitree.drivers.sim_camera import board_scene_camera, default_intrinsics
-    from orbitree.skills.board_model import sirom_board_model
-
-    intr = default_intrinsics(640, 480, 450.0)
-    camera = board_scene_camera(sirom_board_model(), seed=3, intrinsics=intr)
-    images = []
-    for k in range(4):  # an approach: 0.35 m down to 0.26 m, sliding
-        pose = np.eye(4)
-        pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
-        pose[:3, 3] = [0.004 * k, -0.003 * k, 0.35 - 0.03 * k]
-        camera.set_cam2world(pose)
-        images.append(camera.read().image)
-    in_line = TrackerSearch("sirom", intr.camera_matrix, intr.dist_coeffs)
-    expected = [in_line((image, None, 0.0, None)) for image in images]
-    work = Offload(TrackerSearch("sirom", intr.camera_matrix, intr.dist_coeffs), threaded=True, process=True,
-                   shared_bytes=640 * 480, name="test")
-    try:
-        got = []
-        for k, image in enumerate(images):
-            work.submit(0.0, float(k), (image, None, 0.0, None))
-            got += _wait_for(work, 1)
-    finally:
-        work.close()
-    assert [d.stamp for d in got] == [0.0, 1.0, 2.0, 3.0]
-    for want, done in zip(expected, got, strict=True):
-        assert want is not None and done.result.marker_ids == want.marker_ids
-        np.testing.assert_allclose(done.result.board2cam, want.board2cam, atol=1e-9)
-    assert abs(expected[0].board2cam[2, 3] - 0.35) < 0.01  # a real estimate of the real distance
