@@ -26,6 +26,9 @@ frame nobody took rather than queueing it. The worker renders the frames it gets
 the generator it was given, so the images are the same as rendered in line for the same seed and
 poses as long as no frame is dropped.
 
+With ``nice`` the worker runs that many levels below the tick's priority (its scheduling group
+too, where Linux groups a session's processes): on a busy computer the tick comes first.
+
 Shutdown: ``close()`` asks the worker to stop, waits for it (then terminates it) and unmaps the
 memory; it also runs at interpreter exit. The worker runs in a session of its own (Ctrl-C in a
 terminal reaches the tick's process only, which stops it), and exits by itself when the parent's
@@ -58,6 +61,13 @@ __all__ = ["RenderProcess", "spawn_worker", "stop_worker", "worker_ends"]
 
 START_TIMEOUT_S = 60.0  # spawning imports numpy, OpenCV and scipy afresh; a busy machine is slow
 STOP_TIMEOUT_S = 5.0
+RENDER_NICE = 10
+"""How much lower a render worker's priority is than the tick's in a ``--realtime`` simulation
+(the executive's choice): where the two share a CPU the tick goes first, as the camera it
+simulates would not take the robot computer's CPU at all (flagship, shared 2-core machine, two
+alternating runs: 4 and 27 deadline misses against 40 and 636 at the same priority, tick p99
+3.4-3.8 ms against 4.5-8.1 ms). Not beside an emulated arm on the wall clock: the arm moves on
+whether or not frames come, and a starved renderer lost the target there (2 runs of 2)."""
 
 
 
@@ -66,11 +76,12 @@ class RenderProcess:
     process; see the module docstring. The worker renders with a camera of the same class, sent
     by reference (this module does not import the camera's)."""
 
-    def __init__(self, camera: Any, *, ring: int = 2) -> None:
+    def __init__(self, camera: Any, *, ring: int = 2, nice: int = 0) -> None:
         if ring < 1:
             raise ValueError(f"ring must be >= 1, got {ring}")
         self.camera = camera
         self.ring = int(ring)
+        self.nice = int(nice)
         self._process: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._memory: mmap.mmap | None = None
@@ -100,7 +111,7 @@ class RenderProcess:
         self._slot_bytes = lens.width * lens.height
         self._process, self._conn, self._memory = spawn_worker(
             "orbitree.drivers.render_process", f"{self.camera.name} frames", self._slot_bytes * self.ring,
-            [str(self._slot_bytes)])
+            [str(self._slot_bytes)], nice=self.nice)
         self._free = list(range(self.ring))
         # also at interpreter exit
         self._finalizer = weakref.finalize(self, stop_worker, self._process, self._conn, self._memory)
@@ -225,10 +236,13 @@ class RenderProcess:
         return state
 
 
-def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str]) -> tuple[Any, Connection, mmap.mmap]:
+def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str], nice: int = 0,
+                 ) -> tuple[Any, Connection, mmap.mmap]:
     """Start ``module._serve()`` in a fresh interpreter, in a session of its own, with a pipe to it
     and ``memory_bytes`` of memory shared with it: (process, our end of the pipe, our mapping).
-    The worker finds its ends with :func:`worker_ends`; ``args`` follow on its command line."""
+    The worker finds its ends with :func:`worker_ends`; ``args`` follow on its command line;
+    ``nice``: how much lower the worker's scheduling priority is (a CPU it shares with the tick
+    goes to the tick first)."""
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create(label)
     else:
@@ -240,7 +254,7 @@ def spawn_worker(module: str, label: str, memory_bytes: int, args: list[str]) ->
         ours, theirs = socket.socketpair()
         with ours, theirs:
             code = f"from {module} import _serve; _serve()"
-            ends = [str(theirs.fileno()), str(fd), str(max(memory_bytes, 1))]
+            ends = [str(theirs.fileno()), str(fd), str(max(memory_bytes, 1)), str(int(nice))]
             argv = [sys.executable, "-c", code, *ends, *args]
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(), fd),
                                        start_new_session=True)
@@ -254,10 +268,16 @@ def worker_ends() -> tuple[Connection, mmap.mmap, list[str]]:
     """In a worker started by :func:`spawn_worker`: its end of the pipe, the shared memory, and
     the extra arguments. The worker ignores SIGINT: the parent decides when it stops."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    pipe, memory_fd, size = (int(arg) for arg in sys.argv[1:4])
+    pipe, memory_fd, size, nice = (int(arg) for arg in sys.argv[1:5])
+    if nice:  # before any thread starts (they inherit it)
+        os.nice(nice)
+        # Linux groups a session's processes for scheduling (autogroup); a worker in a session of
+        # its own yields to the tick only if its group does too
+        with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
     memory = mmap.mmap(memory_fd, size)
     os.close(memory_fd)
-    return Connection(pipe), memory, sys.argv[4:]
+    return Connection(pipe), memory, sys.argv[5:]
 
 
 def stop_worker(process: subprocess.Popen | None, conn: Connection | None, memory: mmap.mmap | None) -> None:

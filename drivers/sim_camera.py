@@ -238,11 +238,12 @@ class SimCamera:
             renderer.shutdown(wait=True, cancel_futures=True)
         self._in_flight.clear()
 
-    def render_beside(self, process: bool = True) -> None:
-        """Render frames beside the caller from now on, in a process of the camera's own or
-        (``process=False``) in a thread (see the module docstring)."""
+    def render_beside(self, process: bool = True, nice: int = 0) -> None:
+        """Render frames beside the caller from now on, in a process of the camera's own (``nice``
+        levels below the caller's priority) or (``process=False``) in a thread (see the module
+        docstring)."""
         if self._renderer is None:
-            self._renderer = RenderProcess(self) if process else \
+            self._renderer = RenderProcess(self, nice=nice) if process else \
                 ThreadPoolExecutor(1, thread_name_prefix=f"{self.name} render")
 
     def read(self) -> Frame | None:

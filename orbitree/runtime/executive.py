@@ -29,6 +29,7 @@ import py_trees
 from py_trees.common import Status
 
 from orbitree.drivers.interfaces import DriverDisconnected
+from orbitree.drivers.render_process import RENDER_NICE
 from orbitree.faults.injector import FaultInjector
 from orbitree.faults.stubs import substitute_leaves
 from orbitree.language.keys import FAULTS_ACTIVE
@@ -114,8 +115,11 @@ class Executive:
         # computer does other things; a thread would hold the interpreter lock the tick needs
         self.ctx.concurrent = self.clock == "wall" or self.realtime
         if self.ctx.concurrent and self.ctx.world is not None:
+            # --realtime: the tick first (RENDER_NICE); beside an arm emulated on the wall clock the
+            # frames must keep up with the arm
+            nice = RENDER_NICE if self.clock == "sim" else 0
             for camera in self.ctx.world.cameras.values():
-                camera.render_beside()
+                camera.render_beside(nice=nice)
         py_trees.blackboard.Blackboard.clear()
         # fault injection: stubs for substituted leaves, then the injector wraps the arms'
         # drivers, the satellites' state sensors and the nodes a tick_overrun names

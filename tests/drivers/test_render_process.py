@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orbitree.drivers.render_process import RENDER_NICE
 from orbitree.drivers.sim_camera import (
     ImageOccluder,
     SensorModel,
@@ -49,7 +50,7 @@ def _camera(beside: bool) -> SimCamera:
     camera = board_scene_camera(sirom_board_model(), seed=7, intrinsics=default_intrinsics(480, 360, 340.0))
     camera.frame_rate_hz, camera.exposure_s = 10.0, 0.01  # motion blur from the pose history
     if beside:
-        camera.render_beside()
+        camera.render_beside(nice=RENDER_NICE)
     camera.setup()
     return camera
 
@@ -129,6 +130,7 @@ def test_shutdown_leaves_no_child_process_and_frees_the_shared_memory():
     camera = _camera(beside=True)
     pid = camera._renderer.pid
     assert _running(pid) and _children() - before == {pid}
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(os.getpriority(os.PRIO_PROCESS, 0) + RENDER_NICE, 19)
     assert len(_frame_memory()) == 1
     camera.shutdown()
     camera.shutdown()  # twice is harmless
