@@ -26,11 +26,14 @@ A real camera's timing and lens (all off by default, so a bare ``SimCamera`` is 
   of that standard deviation (truncated at 3 sigma), from a timing generator of the seed.
 
 ``render_beside()`` (the executive calls it when the loop is paced by the wall clock) moves the
-rendering into a thread of the camera's own: at each frame's capture ``read`` takes the poses of
-the camera and of every object (the exposure's instants) and returns at once; the thread renders
-the image, and the frame is handed out once it is rendered and its latency has passed, as a real
-camera exposes and transfers while the computer does other work. The images are the same as
-rendered in line (one thread renders frames in order from the same generator).
+rendering out of the caller's way, into a process of the camera's own
+(:class:`~orbitree.drivers.render_process.RenderProcess`, started by ``setup``; a thread with
+``process=False``, which shares the interpreter lock with the tick): at each frame's capture
+``read`` takes the poses of the camera and of every object (the exposure's instants) and returns
+at once; the worker renders the image, and the frame is handed out once it is rendered and its
+latency has passed, as a real camera exposes and transfers while the computer does other work.
+The images are the same as rendered in line (one worker renders frames in order from the same
+generator), unless a frame is dropped because the worker fell behind.
 
 Ground truth never travels with the image: ``read()`` returns only a :class:`Frame` (image,
 stamp, camera name, frame counter); tests and the sim world ask ``ground_truth_board2cam(name)``
@@ -70,6 +73,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
+from orbitree.drivers.render_process import RenderProcess
 from orbitree.drivers.sim_render import RayTable, premultiplied, render_patches
 from orbitree.drivers.sim_scene import (
     PoseSource,
@@ -199,7 +203,7 @@ class SimCamera:
         self._timing_rng = np.random.default_rng([seed, 1])
         self._history: deque[tuple[float, np.ndarray]] = deque()
         self._in_flight: deque[tuple[float, Frame | Future]] = deque()
-        self._renderer: ThreadPoolExecutor | None = None
+        self._renderer: ThreadPoolExecutor | RenderProcess | None = None
         self._render_lock = threading.Lock()
         self._centres: dict[int, np.ndarray] = {}
         self.last_blur_px = 0.0  # length of the last frame's motion blur (for tests)
@@ -223,20 +227,31 @@ class SimCamera:
 
     # -- Camera protocol -------------------------------------------------------------------
     def setup(self) -> None:
-        """Precompute the per-pixel rays (the only costly preparation)."""
-        self._ray_table()
+        """Precompute the per-pixel rays (the only costly preparation); when rendering in a
+        process of its own, start it (it builds its own rays)."""
+        if isinstance(self._renderer, RenderProcess):
+            self._renderer.start()
+        else:
+            self._ray_table()
 
     def shutdown(self) -> None:
-        """Stop the rendering thread, if any; safe to call any number of times."""
-        renderer, self._renderer = self._renderer, None
-        if renderer is not None:
+        """Stop the rendering thread or process, if any; safe to call any number of times
+        (rendering stays beside: a new process starts on the next ``setup`` or frame)."""
+        renderer = self._renderer
+        if isinstance(renderer, RenderProcess):
+            renderer.close()
+        elif renderer is not None:
+            self._renderer = None
             renderer.shutdown(wait=True, cancel_futures=True)
         self._in_flight.clear()
 
-    def render_beside(self) -> None:
-        """Render frames in a thread of the camera's own from now on (see the module docstring)."""
+    def render_beside(self, process: bool = True, nice: int = 0) -> None:
+        """Render frames beside the caller from now on, in a process of the camera's own (``nice``
+        levels below the caller's priority) or (``process=False``) in a thread (see the module
+        docstring)."""
         if self._renderer is None:
-            self._renderer = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name} render")
+            self._renderer = RenderProcess(self, nice=nice) if process else \
+                ThreadPoolExecutor(1, thread_name_prefix=f"{self.name} render")
 
     def read(self) -> Frame | None:
         """Render the scene at the current time; None between frames (see ``frame_rate_hz``)
@@ -253,6 +268,8 @@ class SimCamera:
             if self.latency_s == 0.0 and isinstance(frame, Frame):
                 return frame
             self._in_flight.append((now + self.latency_s, frame))
+        if isinstance(self._renderer, RenderProcess):
+            self._renderer.poll()  # frames the process finished
         due = None
         while self._in_flight and self._in_flight[0][0] <= now + 1e-9:
             item = self._in_flight[0][1]
@@ -289,6 +306,8 @@ class SimCamera:
         for _, waiting in self._in_flight:  # a frame not yet started is overwritten, not queued
             if isinstance(waiting, Future):
                 waiting.cancel()
+        if isinstance(self._renderer, RenderProcess):
+            return self._renderer.submit(cam2world, motion, poses, stamp, meta)
         return self._renderer.submit(
             lambda: Frame(self.render(cam2world, motion, object_poses=poses), stamp, meta))
 
@@ -377,7 +396,7 @@ class SimCamera:
 
     @property
     def renders_beside(self) -> bool:
-        """True once ``render_beside()`` moved rendering into the camera's own thread."""
+        """True once ``render_beside()`` moved rendering into the camera's own process or thread."""
         return self._renderer is not None
 
     def _render(self, cam2world, motion, object_poses) -> np.ndarray:

@@ -29,6 +29,7 @@ import py_trees
 from py_trees.common import Status
 
 from orbitree.drivers.interfaces import DriverDisconnected
+from orbitree.drivers.render_process import RENDER_NICE
 from orbitree.faults.injector import FaultInjector
 from orbitree.faults.stubs import substitute_leaves
 from orbitree.language.keys import FAULTS_ACTIVE
@@ -109,12 +110,16 @@ class Executive:
                 self.clock = "wall"
         self.ctx.drivers = {d.name: d for d in self.drivers}
         # paced by the wall clock, long work runs beside the tick: perception in its leaves'
-        # worker threads, and a simulated camera renders in its own thread, as a real one exposes
-        # and transfers its frames while the computer does other things
+        # worker threads, and a simulated camera renders in a process of its own (started by its
+        # setup, stopped by its shutdown), as a real one exposes and transfers its frames while the
+        # computer does other things; a thread would hold the interpreter lock the tick needs
         self.ctx.concurrent = self.clock == "wall" or self.realtime
         if self.ctx.concurrent and self.ctx.world is not None:
+            # --realtime: the tick first (RENDER_NICE); beside an arm emulated on the wall clock the
+            # frames must keep up with the arm
+            nice = RENDER_NICE if self.clock == "sim" else 0
             for camera in self.ctx.world.cameras.values():
-                camera.render_beside()
+                camera.render_beside(nice=nice)
         py_trees.blackboard.Blackboard.clear()
         # fault injection: stubs for substituted leaves, then the injector wraps the arms'
         # drivers, the satellites' state sensors and the nodes a tick_overrun names
@@ -240,6 +245,8 @@ class Executive:
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
                 halted = self._halt()
+                for work in self._offloads():  # perception workers end with the run
+                    work.close()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses, final=True)
@@ -457,13 +464,13 @@ class Executive:
         if self.ctx.world is not None:
             for name, camera in self.ctx.world.cameras.items():
                 cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside)
-        workers = {}
-        for node in self._nodes:
-            for value in vars(node).values():
-                if isinstance(value, Offload):
-                    workers[value.name] = (value.jobs, value.busy_s, value.threaded)
+        workers = {work.name: (work.jobs, work.busy_s, work.threaded) for work in self._offloads()}
         ticks = int(timer.count[0]) if len(timer.count) else 0
         return wall_profile(self.loop_times, nodes, cameras, workers, self._sim_time_s, ticks)
+
+    def _offloads(self) -> list[Offload]:
+        """The nodes' work beside the tick (perception)."""
+        return [value for node in self._nodes for value in vars(node).values() if isinstance(value, Offload)]
 
     def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
         times = np.asarray(tick_times) if tick_times else np.zeros(1)
