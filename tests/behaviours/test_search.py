@@ -5,6 +5,8 @@ Moves end two ticks after they are sent (period 0.1 s); ``dwell: 200 ms`` is two
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,33 @@ def test_search_visits_the_table_sweep_camera_positions_in_serpentine_order():
     cameras = [(kin.forward_kinematics(kin.UR10E, q, tool) @ cam2tcp)[:3, 3] for _, q, *_ in bench.robot.calls]
     expected = [(-0.75, -0.1, 0.55), (-0.55, -0.1, 0.55), (-0.55, 0.1, 0.55), (-0.75, 0.1, 0.55)]
     np.testing.assert_allclose(cameras, expected, atol=1e-6)
+
+
+def test_with_a_wall_clock_tick_the_table_sweep_is_planned_beside_it_and_visits_the_same_positions():
+    """Planning a table sweep takes 60-200 ms: paced by the wall clock, the first tick hands it to
+    a worker thread and returns RUNNING with the arm left still; the moves are those planned in line."""
+    spec = {"tool": {"xyz": [0, 0, 0.2]},
+            "camera": {"mount": {"xyz": [0, -0.09, -0.16], "rpy": [-29.4, 0, 0]}}}
+    sweep = {"center": [-0.65, 0.0], "size": [0.2, 0.2], "height": "550 mm", "spacing": "200 mm"}
+    moves = {}
+    for concurrent in (False, True):
+        params = {"name": "sweep", "robot": "arm", "target": "sirom", "sweep": sweep, "dwell": 0}
+        robot = FakeRobot(q=np.radians(HOME_DEG), move_ticks=1)
+        bench = make_bench(Search, params, robot=robot, spec=spec)
+        bench.ctx.concurrent = concurrent
+        bench.leaf.setup()  # the planner is chosen at setup, from the context
+        first = bench.tick()
+        if concurrent:
+            assert first == "sweep=R" and bench.robot.calls == []
+            assert bench.leaf.feedback_message == "planning the sweep"
+            deadline = time.monotonic() + 10.0
+            while bench.leaf.planning and time.monotonic() < deadline:
+                time.sleep(0.01)
+                bench.tick()
+        while bench.tick() == "sweep=R":
+            pass
+        moves[concurrent] = [q for _, q, *_ in bench.robot.calls]
+        if bench.leaf.planner is not None:
+            bench.leaf.planner.close()
+    assert len(moves[True]) == len(moves[False]) == 4
+    np.testing.assert_array_equal(np.array(moves[True]), np.array(moves[False]))
