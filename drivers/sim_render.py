@@ -27,7 +27,10 @@ faces (:func:`polygon_patch`) get the same 4x4 point-sampled coverage, counted p
 from its crossings with the projected outline, for all faces of a body at once: the interior is
 filled, only edge pixels are composited, so the cost goes with the outline, not the area.
 
-Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``.
+Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``,
+sampled as two one-channel images (``Patch.planes``): OpenCV 5 remaps a single float channel
+3.5x faster than two and at the exact coordinates, where two channels go through a 1/32-texel
+fixed-point grid (the flagship's images change by 1 DN in 0.03 % of their pixels, unbiased).
 
 Conventions: continuous texture coordinates put texel ``(i, j)`` on ``[j, j+1) x [i, i+1)``;
 OpenCV's image functions put pixel centres on integers, hence the half-texel shifts below.
@@ -83,12 +86,19 @@ class Patch:
     albedo: float = 0.0
     smooth: bool = False
     outline_plane: np.ndarray = field(init=False, repr=False)
+    planes: tuple[tuple[np.ndarray, np.ndarray] | None, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         h, w = self.levels[0].shape[:2]
         outline = np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]])
         pts = cv2.perspectiveTransform(outline[None], self.tex2plane)[0]
         object.__setattr__(self, "outline_plane", pts)
+        # a premultiplied level as two contiguous one-channel images: OpenCV remaps one float
+        # channel 3.5x faster than two, and at the exact coordinates (two channels go through
+        # a 1/32-texel fixed-point grid)
+        object.__setattr__(self, "planes", tuple(
+            None if level.ndim == 2 else (np.ascontiguousarray(level[..., 0]), np.ascontiguousarray(level[..., 1]))
+            for level in self.levels))
 
     def outline_body(self) -> np.ndarray:
         """(4, 3) outer corners of the texture in the body frame."""
@@ -395,9 +405,10 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
     ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
     rays = table.rays[y0:y1, x0:x1]
     h, w = rays.shape[:2]
-    half = patch.smooth and k == 1 and h * w >= SMOOTH_MIN_PIXELS
-    if half:  # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly below
-        h2, w2 = (h + 1) // 2, (w + 1) // 2
+    half = None
+    if patch.smooth and k == 1 and h * w >= SMOOTH_MIN_PIXELS:
+        # sampled at the centres of 2x2 pixel blocks, (w2, h2) of them, enlarged bilinearly
+        half = ((w + 1) // 2, (h + 1) // 2)
         rays = table.half_rays(x0, y0, x1, y1)
     no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
     if no_horizon and k > 1:
@@ -412,41 +423,51 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
         if k > 1:
             rays = cv2.resize(rays, (w * k, h * k), interpolation=cv2.INTER_LINEAR)
         coords = _rays_to_texture_clipped(rays, ray2tex, plane2cam)
-    opaque = texture.ndim == 2
-    border = float("nan") if opaque else 0.0
-    # an opaque texture sampled wholly inside (every bilinear neighbour a texel, remap's 1/32
-    # texel rounding included): no NaN to mask out
+    planes = patch.planes[level]
+    opaque = planes is None
+    # an opaque texture sampled wholly inside (every bilinear neighbour a texel, with a margin
+    # of 1/16 texel): no NaN to mask out
     inside = opaque and _within_texture(coords, texture.shape)
-    sample = cv2.remap(
-        texture, coords, None, cv2.INTER_LINEAR,
-        borderMode=cv2.BORDER_CONSTANT, borderValue=(border, border, 0.0, 0.0),
-    )
+    roi = canvas[y0:y1, x0:x1]
+    if opaque and inside and half is not None and 2 * half[0] == w and 2 * half[1] == h and roi.flags.c_contiguous:
+        # the enlarged samples written straight into the image (a whole-width box, even size)
+        small = cv2.remap(texture, coords, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+        enlarged = cv2.resize(small, (w, h), dst=roi, interpolation=cv2.INTER_LINEAR)
+        if enlarged is not roi:  # (OpenCV writes into a contiguous box of the right size and type)
+            roi[...] = enlarged
+        return
+    if opaque:
+        sample = _sample(texture, coords, k, (w, h), half, float("nan"))
+        if inside:
+            roi[...] = sample
+        else:  # NaN marks "off the texture"
+            np.copyto(roi, sample, where=~np.isnan(sample))
+        return
+    roi *= 1.0 - _sample(planes[1], coords, k, (w, h), half, 0.0)  # premultiplied (albedo * alpha, alpha)
+    roi += _sample(planes[0], coords, k, (w, h), half, 0.0)
+
+
+def _sample(plane: np.ndarray, coords: np.ndarray, k: int, size: tuple[int, int],
+            half: tuple[int, int] | None, border: float) -> np.ndarray:
+    """One texture channel (th, tw) sampled bilinearly at ``coords`` (k*h, k*w, 2), box-averaged
+    to ``size`` (w, h) pixels (from the centres of 2x2 blocks, ``half`` (w2, h2), enlarged)."""
+    sample = cv2.remap(plane, coords, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                       borderValue=(border, 0.0, 0.0, 0.0))
+    w, h = size
     if k > 1:
         sample = cv2.resize(sample, (w, h), interpolation=cv2.INTER_AREA)
-    if half:
-        sample = cv2.resize(sample, (2 * w2, 2 * h2), interpolation=cv2.INTER_LINEAR)[:h, :w]
-    roi = canvas[y0:y1, x0:x1]
-    if inside:
-        roi[...] = sample
-    elif opaque:  # one channel is 3x faster to sample; NaN marks "off the texture"
-        np.copyto(roi, sample, where=~np.isnan(sample))
-    else:
-        _composite(roi, sample)
+    if half is not None:
+        sample = cv2.resize(sample, (2 * half[0], 2 * half[1]), interpolation=cv2.INTER_LINEAR)[:h, :w]
+    return sample
 
 
 def _within_texture(coords: np.ndarray, shape: tuple[int, ...]) -> bool:
     """All texture coordinates (h, w, 2) (x, y) of a box of pixels at least 1/16 texel inside
     [0, w - 1] x [0, h - 1]; judged on the box's border, which holds the extremes (the rays to
     texture map is a homography with no horizon in the box, the pixels to rays map continuous)."""
-    rim = np.concatenate([coords[0], coords[-1], coords[:, 0], coords[:, -1]])
-    low, high = rim.min(axis=0), rim.max(axis=0)
+    rim = np.concatenate([coords[0], coords[-1], coords[:, 0], coords[:, -1]]).T.copy()  # (2, n): fast reductions
+    low, high = rim.min(axis=1), rim.max(axis=1)
     return bool(low.min() >= 1 / 16 and high[0] <= shape[1] - 1 - 1 / 16 and high[1] <= shape[0] - 1 - 1 / 16)
-
-
-def _composite(roi: np.ndarray, sample: np.ndarray) -> None:
-    """Premultiplied ``sample`` (h, w, 2) over ``roi`` (h, w), in place."""
-    roi *= 1.0 - sample[..., 1]
-    roi += sample[..., 0]
 
 
 POLYGON_SUPERSAMPLE = 4
@@ -587,6 +608,15 @@ def _fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: 
     inner = inner.reshape(n_faces, n_lines)
     has_inner = inner.any(axis=1).tolist()
     full_lo, full_hi = full_lo.reshape(n_faces, n_lines), full_hi.reshape(n_faces, n_lines)
+    # each face's box of wholly covered pixels (rows [r0, r1), columns [c0, c1)), and its rows'
+    # spans as start and width on 16 bits when the image is narrower than 2**15
+    r0s = np.argmax(inner, axis=1).tolist()
+    r1s = (n_lines - np.argmax(inner[:, ::-1], axis=1)).tolist()
+    c0s = np.where(inner, full_lo, k * width).min(axis=1).tolist()
+    c1s = np.where(inner, full_hi, 0).max(axis=1).tolist()
+    signed, unsigned = (np.int16, np.uint16) if width < 2**15 else (np.int64, np.uint64)
+    span_lo = full_lo.astype(signed)[:, :, None]
+    span_width = np.maximum(full_hi - full_lo, 0).astype(unsigned)[:, :, None]
     for f in range(n_faces):
         albedo = np.float32(albedos[f])
         if f in special:
@@ -595,11 +625,10 @@ def _fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: 
                 _composite_coverage(canvas[y0:y0 + counts.shape[0], x0:x0 + counts.shape[1]], counts, albedo)
             continue
         if has_inner[f]:
-            rows_in = inner[f]
-            r0, r1 = int(np.argmax(rows_in)), n_lines - int(np.argmax(rows_in[::-1]))
-            c0, c1 = int(full_lo[f][rows_in].min()), int(full_hi[f][rows_in].max())
-            cols = np.arange(c0, c1)
-            mask = (cols >= full_lo[f, r0:r1, None]) & (cols < full_hi[f, r0:r1, None])
+            r0, r1, c0, c1 = r0s[f], r1s[f], c0s[f], c1s[f]
+            # lo <= col < lo + width as one unsigned comparison of col - lo with the width: 6x
+            # cheaper than two comparisons and an and
+            mask = (np.arange(c0, c1, dtype=signed) - span_lo[f, r0:r1]).view(unsigned) < span_width[f, r0:r1]
             np.copyto(canvas[row_lo + r0:row_lo + r1, c0:c1], albedo, where=mask)
         e0, e1 = bounds[f], bounds[f + 1]
         if e1 > e0:
