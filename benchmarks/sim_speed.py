@@ -32,7 +32,7 @@ PARTS = {  # cumulative time of these functions, by part (several: summed, none 
     "render (sim camera)": (("sim_camera.py", "render"),),
     "perception (tracker / full estimate)": (("board.py", "update"), ("board.py", "estimate_board_pose")),
     "contact model": (("contact.py", "solve_contact"),),
-    "tree tick (leaves, perception included)": (("executive.py", "_tick_tree"),),
+    "tree tick (leaves, perception included)": (("timing.py", "tick"),),
 }
 
 

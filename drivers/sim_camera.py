@@ -48,13 +48,15 @@ Usage::
     frame = cam.read()
 
 Speed (``benchmarks/render_side_by_side.py``: the flagship's frames rendered by this renderer
-and by the one before issue 15's work, alternately in one process pinned to one core, median CPU
-time per 1280x720 frame): 24-29 ms before, 17-19 ms now (1.36-1.47x; 1.6x, 26.6 -> 16.5 ms, in
-a replay of the same frames with the old modules loaded first). Of the 17 ms, the exposure and
-noise take about 4.5, the markers' 4x4 supersampling 4.5 (its texture lookups alone 2.8), the
-two solids' faces 4, the table 2. The noise keeps the same draws (the generator's raw words read
-as 16-bit quantile indices); the faces' coverage is now exact 4x4 point sampling (the earlier
-fill of a 4x-resolution raster put 1/8 px too much on every edge).
+and by an earlier one, alternately in one process pinned to one core, median CPU time per
+1280x720 frame): 24-29 ms before issue 15's work, 17-19 ms after its first round (1.36-1.47x),
+then 1.10-1.13x less again (15.3 -> 13.6 ms on a loaded core: a marker's two texture channels
+sampled as two one-channel remaps, the faces' row spans for all faces at once). What is left:
+the exposure and noise about 4 ms (the lookup of the noise's quantile, the generator's draws, the
+blur), the markers' 4x4 supersampling, the two solids' faces (2.6 ms), the table. The noise keeps
+the same draws (the generator's raw words read as 16-bit quantile indices); the faces' coverage is
+exact 4x4 point sampling (the earlier fill of a 4x-resolution raster put 1/8 px too much on every
+edge).
 """
 
 from __future__ import annotations
