@@ -464,7 +464,10 @@ class Executive:
         if self.ctx.world is not None:
             for name, camera in self.ctx.world.cameras.items():
                 cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside)
-        workers = {work.name: (work.jobs, work.busy_s, work.threaded) for work in self._offloads()}
+        workers: dict[str, tuple[int, float, bool]] = {}
+        for work in self._offloads():  # two leaves of one name (a search in two branches) add up
+            jobs, busy, _ = workers.get(work.name, (0, 0.0, work.threaded))
+            workers[work.name] = (jobs + work.jobs, busy + work.busy_s, work.threaded)
         ticks = int(timer.count[0]) if len(timer.count) else 0
         return wall_profile(self.loop_times, nodes, cameras, workers, self._sim_time_s, ticks)
 

@@ -103,7 +103,7 @@ def format_profile(profile: dict[str, Any], top_nodes: int = 8) -> str:
         row(f"rendering {name} ({v['frames']} frames, {where})", v["s"], v["percent"])
     for name, v in profile["perception"].items():
         where = "beside the loop" if v["beside_the_loop"] else "in its node's tick"
-        row(f"{name} ({v['frames']} frames, {where})", v["s"], v["percent"])
+        row(f"{name} ({v['frames']} jobs, {where})", v["s"], v["percent"])  # a frame, a sweep's plan
     for node in profile["nodes"][:top_nodes]:
         row(f"node {node['id']} {node['name']}", node["s"], node["percent"])
     return "\n".join(lines)
