@@ -73,8 +73,14 @@ def test_a_sample_of_the_sweep_docks_at_both_ends_of_the_range(case, tmp_path):
     # the tool: the peak on the tool stays at the hooks' pull, soft or stiff
     assert summary["true_max_contact_force_n"] < 65.0
     assert summary["capture_peak_force_n"] < 75.0  # the filtered wrist reading: 60 N and the noise
-    # from the final approach's 5 mm aim (~7 mm by ground truth) at F/D: under 5 s
-    assert 1.0 <= summary["phase_s"]["capture"] < 5.0 and summary["phase_s"]["dock"] < 6.0
+    # no faster than the physics allows: the hooks' stroke takes the latch's travel time at least,
+    # and the tool closes the true gap left by the final approach at most at F/D (the hooks' pull
+    # over the capture's and the dock's damping: the arm yields no faster), soft or stiff
+    latch = load_mission(ROOT / "missions" / "sirom_dock.yaml").model.robots["arm"].latch
+    yield_speed = latch.hook_force / Compliance().damping[0]  # 60 N / 24000 N·s/m = 2.5 mm/s
+    gap = summary["final_error_true"]["z_mm"] * 1e-3
+    assert summary["phase_s"]["capture"] >= latch.travel_time
+    assert summary["phase_s"]["capture"] + summary["phase_s"]["dock"] >= gap / yield_speed
     print(f"\n{case}: capture {summary['phase_s']['capture']:.2f} s, dock {summary['phase_s']['dock']:.2f} s, "
           f"peak on the tool {summary['true_max_contact_force_n']:.1f} N")
 
