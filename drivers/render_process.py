@@ -233,6 +233,7 @@ class RenderProcess:
                  "hidden": hidden}
         if self._seq == 0:
             state["rng"] = cam._rng.bit_generator.state  # the noise continues where the camera is
+            state["noise_seed"] = cam._seed  # and is read from the same table of draws
         return state
 
 
@@ -371,3 +372,4 @@ def _apply(camera: Any, state: dict) -> None:
         obj.hidden_marker_ids = set(hidden)
     if "rng" in state:
         camera._rng.bit_generator.state = state["rng"]
+        camera._seed, camera._noise_table = state["noise_seed"], None

@@ -68,11 +68,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 
 import cv2
 import numpy as np
-from scipy.special import ndtri
 
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
 from orbitree.drivers.render_process import RenderProcess
@@ -106,6 +104,7 @@ __all__ = [
     "table_object",
 ]
 HISTORY_S = 0.25  # camera poses kept for the exposure (s)
+NOISE_OFFSETS = 2**21  # offsets of a frame's window in the camera's table of noise draws
 
 DEFAULT_DISTORTION = (-0.06, 0.08, 4e-4, -3e-4, -0.02)
 
@@ -157,12 +156,6 @@ class ImageOccluder:
 
     polygon: np.ndarray
     albedo: float = 0.2
-
-
-@lru_cache(maxsize=1)
-def _normal_quantiles() -> np.ndarray:
-    """The 65536 mid-quantiles of N(0, 1), float32 (a constant table)."""
-    return ndtri((np.arange(65536) + 0.5) / 65536).astype(np.float32)
 
 
 class SimCamera:
@@ -221,11 +214,12 @@ class SimCamera:
         self._last_frame_index = -1
         self._frame_count = 0
         self._rng = np.random.default_rng(seed)
+        self._seed = seed
+        self._noise_table: np.ndarray | None = None  # N(0, 1) float32 draws (see _standard_normal)
         self._rays: RayTable | None = None
         self._rays_for: CameraIntrinsics | None = None
         self._light: tuple[SensorModel, CameraIntrinsics, np.ndarray] | None = None
-        self._work: tuple[np.ndarray, np.ndarray] | None = None
-        self._pairs: np.ndarray | None = None  # (H, W, 2) int16: the noise lookup's map
+        self._work: np.ndarray | None = None
 
     # -- Camera protocol -------------------------------------------------------------------
     def setup(self) -> None:
@@ -464,44 +458,50 @@ class SimCamera:
 
     def _expose(self, albedo: np.ndarray) -> np.ndarray:
         s = self.sensor
-        signal, work = self._buffers(albedo.shape)
+        signal = self._buffer(albedo.shape)
         cv2.multiply(albedo, self._light_field(), dst=signal)
         if s.blur_sigma_px > 0:
             cv2.GaussianBlur(signal, (0, 0), s.blur_sigma_px, dst=albedo)  # the albedo is spent
             signal, albedo = albedo, signal
+        # sigma**2 = read**2 + gain * signal, never negative (the signal is a blur of a product
+        # of non-negative planes)
         sigma = cv2.addWeighted(signal, s.shot_noise_gain, signal, 0.0, s.read_noise_dn**2, dst=albedo)
-        cv2.sqrt(cv2.max(sigma, 0.0, dst=sigma), dst=sigma)
-        noise = self._standard_normal(work)
-        image = cv2.add(signal, cv2.multiply(noise, sigma, dst=noise), dtype=cv2.CV_8U)  # rounds, saturates
+        cv2.sqrt(sigma, dst=sigma)
+        noise, sign = self._standard_normal(albedo.shape)
+        cv2.multiply(noise, sigma, dst=sigma, scale=sign)
+        image = cv2.add(signal, sigma, dtype=cv2.CV_8U)  # rounds, saturates
         if s.gamma != 1.0:
             lut = 255.0 * (np.arange(256) / 255.0) ** (1.0 / s.gamma)
             image = cv2.LUT(image, np.clip(np.rint(lut), 0, 255).astype(np.uint8))
         return image
 
-    def _buffers(self, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """Two float32 images of ``shape`` kept between frames (the exposure's work space)."""
-        if self._work is None or self._work[0].shape != shape:
-            self._work = (np.empty(shape, np.float32), np.empty(shape, np.float32))
+    def _buffer(self, shape: tuple[int, int]) -> np.ndarray:
+        """A float32 image of ``shape`` kept between frames (the exposure's work space)."""
+        if self._work is None or self._work.shape != shape:
+            self._work = np.empty(shape, np.float32)
         return self._work
 
-    def _standard_normal(self, out: np.ndarray) -> np.ndarray:
-        """``out`` filled with N(0, 1) draws: inverse-CDF lookup of 16-bit uniforms (3x faster
-        than ``standard_normal`` at 720p; tails end at 4.3 sigma, irrelevant for sensor noise).
-        The uniforms are the generator's raw 64-bit words read as four 16-bit halves, the very
-        numbers ``integers(0, 65536, dtype=uint16)`` returns (2x cheaper); sizes that are not a
-        multiple of 4 go through ``integers`` (its buffered half-words would differ)."""
-        if out.size % 4 == 0:
-            index = self._rng.bit_generator.random_raw(out.size // 4).view(np.uint16).reshape(out.shape)
-        else:
-            index = self._rng.integers(0, 65536, out.shape, dtype=np.uint16)
-        if max(out.shape) < 32767:  # remap's limit: a nearest-texel lookup in the 256 x 256 table,
-            # at (low byte, high byte) of each index: the same values as take, 1.6x faster
-            pairs = self._pairs if self._pairs is not None and self._pairs.shape[:2] == out.shape else None
-            if pairs is None:
-                pairs = self._pairs = np.empty((*out.shape, 2), np.int16)
-            np.copyto(pairs, index.view(np.uint8).reshape(*out.shape, 2))
-            return cv2.remap(_normal_quantiles().reshape(256, 256), pairs, None, cv2.INTER_NEAREST, dst=out)
-        return np.take(_normal_quantiles(), index, out=out)
+    def _standard_normal(self, shape: tuple[int, int]) -> tuple[np.ndarray, float]:
+        """A frame of N(0, 1) draws ``shape`` (a read-only view) and a sign (+-1) to apply to it.
+
+        The draws are a window of a table of ``H*W + NOISE_OFFSETS`` independent N(0, 1) float32
+        draws made once per camera (from the camera's seed), read at an offset and with a sign
+        drawn per frame from the camera's generator (one draw a frame instead of H*W: the noise
+        cost 3 passes over the frame, now none). Within a frame the values are independent
+        standard normals, so the noise stays white and per pixel; across frames the noise is
+        not independent but a shifted copy (by a random offset among ``NOISE_OFFSETS``, read in
+        row order) of the same table, possibly negated: a pixel's noise in two frames is
+        independent unless their offsets and signs coincide (2 in 4.2 million), and nothing
+        that compares frames at the same or nearby pixels sees a correlation."""
+        size = shape[0] * shape[1]
+        table = self._noise_table
+        if table is None or len(table) != size + NOISE_OFFSETS:
+            table = self._noise_table = np.random.default_rng([self._seed, 2]).standard_normal(
+                size + NOISE_OFFSETS, dtype=np.float32)
+            table.flags.writeable = False
+        draw = int(self._rng.integers(0, 2 * NOISE_OFFSETS))
+        offset = draw >> 1
+        return table[offset:offset + size].reshape(shape), -1.0 if draw & 1 else 1.0
 
     def _light_field(self) -> np.ndarray:
         """255 * exposure * illumination, per pixel (cached per sensor model)."""
