@@ -104,6 +104,7 @@ __all__ = [
     "table_object",
 ]
 HISTORY_S = 0.25  # camera poses kept for the exposure (s)
+LAYER_POSE_TOL = 1e-9  # m, and rad: an on-camera object's cached layer holds within this
 NOISE_OFFSETS = 2**21  # offsets of a frame's window in the camera's table of noise draws
 
 DEFAULT_DISTORTION = (-0.06, 0.08, 4e-4, -3e-4, -0.02)
@@ -201,6 +202,7 @@ class SimCamera:
         self._renderer: ThreadPoolExecutor | RenderProcess | None = None
         self._render_lock = threading.Lock()
         self._centres: dict[int, np.ndarray] = {}
+        self._layers: dict[int, tuple] = {}  # on-camera objects' painted layers (see _paint_layer)
         self.last_blur_px = 0.0  # length of the last frame's motion blur (for tests)
         self.frames_rendered, self.render_s = 0, 0.0  # images rendered, wall time spent on them
         self.sensor = sensor or SensorModel()
@@ -407,9 +409,12 @@ class SimCamera:
         self.last_blur_px = 0.0
         if motion is not None:
             canvas = self._motion_blur(canvas, motion, object_poses)
+        # what moves with the camera is seen from the camera at the instant its pose was taken
+        # (the exposure's end), so it stays put in the image (one layer, cached, for all frames)
+        world2cam_now = world2cam if motion is None else np.linalg.inv(motion[1])
         for obj in objects:
             if obj.on_camera:
-                self._paint(canvas, obj, world2cam, object_poses.get(id(obj)))
+                self._paint_layer(canvas, obj, world2cam_now, object_poses.get(id(obj)))
         for occ in self.occluders:
             pts = np.round(np.asarray(occ.polygon) * 16).astype(np.int32)
             cv2.fillPoly(canvas, [pts], float(occ.albedo), cv2.LINE_8, shift=4)
@@ -431,6 +436,36 @@ class SimCamera:
                 if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids else patch
                 for patch in patches]
         render_patches(canvas, patches, body2cam, self._ray_table(), self._project)
+
+    def _paint_layer(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
+                     body2world: np.ndarray | None = None) -> None:
+        """``_paint`` of an object that keeps its place in the image (``on_camera``), through a
+        cached layer. Painting an object maps every pixel's albedo affinely, ``c -> c * T + P``
+        (each patch composites ``c * (1 - alpha) + albedo * alpha`` or replaces ``c``), so one
+        paint on zeros (``P``) and one on ones (``T + P``) give the object's transmission and
+        premultiplied albedo over the box it touches, reused while its pose in the camera frame
+        stays within ``LAYER_POSE_TOL`` (1e-9: the rounding of the tool-to-camera product) and
+        its patches, hidden markers and the lens do not change. A frame then costs two passes
+        over that box instead of the faces' fill (the arm's tool: 2.2 ms a frame)."""
+        body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
+        key = (canvas.shape, self._ray_table(), tuple(map(id, obj.patches)), tuple(sorted(obj.hidden_marker_ids)))
+        cached = self._layers.get(id(obj))
+        if (cached is None or cached[0] is not obj or cached[1] != key
+                or not np.allclose(cached[2], body2cam, rtol=0.0, atol=LAYER_POSE_TOL)):
+            premultiplied_, transmitted = np.zeros(canvas.shape, np.float32), np.ones(canvas.shape, np.float32)
+            self._paint(premultiplied_, obj, world2cam, body2world)
+            self._paint(transmitted, obj, world2cam, body2world)
+            transmitted -= premultiplied_
+            touched = (premultiplied_ != 0.0) | (transmitted != 1.0)
+            rows, cols = np.flatnonzero(touched.any(axis=1)), np.flatnonzero(touched.any(axis=0))
+            box = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if len(rows) else None
+            planes = None if box is None else (transmitted[box].copy(), premultiplied_[box].copy())
+            cached = self._layers[id(obj)] = (obj, key, body2cam, box, planes)
+        box, planes = cached[3], cached[4]
+        if box is not None:
+            roi = canvas[box]
+            roi *= planes[0]
+            roi += planes[1]
 
     def _motion_blur(self, canvas: np.ndarray, motion: tuple[np.ndarray, np.ndarray],
                      object_poses: dict[int, np.ndarray]) -> np.ndarray:

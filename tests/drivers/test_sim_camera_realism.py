@@ -170,6 +170,49 @@ def test_exposure_blurs_the_scene_along_the_motion_by_speed_times_exposure():
     assert _edge_variance(sharp) < 0.5  # the still edge is sharp
 
 
+def test_the_tool_is_painted_from_a_cached_layer_equal_to_painting_its_faces():
+    """The on-camera tool composited from its cached layer (transmission and premultiplied
+    albedo) matches painting its faces over any canvas to float rounding, the layer is reused
+    for the same pose and rebuilt for another."""
+    camera = flagship_world(25.0).cameras["arm"]
+    tool = next(obj for obj in camera.objects if obj.on_camera)
+    world2cam = np.linalg.inv(camera.cam2world())
+    canvas = np.random.default_rng(0).uniform(0.0, 1.0, (camera.lens.height, camera.lens.width)).astype(np.float32)
+    direct, layered, again = canvas.copy(), canvas.copy(), canvas.copy()
+    camera._paint(direct, tool, world2cam)
+    camera._paint_layer(layered, tool, world2cam)
+    layer = camera._layers[id(tool)]
+    camera._paint_layer(again, tool, world2cam)
+    assert camera._layers[id(tool)] is layer
+    assert np.mean(direct != canvas) > 0.05  # the tool covers part of the image
+    np.testing.assert_allclose(layered, direct, atol=2e-6)
+    np.testing.assert_array_equal(again, layered)
+    moved = world2cam.copy()
+    moved[0, 3] += 1e-3
+    camera._paint_layer(canvas.copy(), tool, moved)
+    assert camera._layers[id(tool)] is not layer
+
+
+def test_the_tool_stays_put_in_the_image_while_the_camera_moves_over_the_exposure():
+    """The tool carries the camera: seen from the camera at the instant its pose was taken (the
+    exposure's end) it keeps its pixels in a moving frame (rendered at the mid-exposure pose)."""
+    world = flagship_world(25.0)
+    camera = world.cameras["arm"]
+    cam2tool = np.linalg.inv(world.tool_pose("arm")) @ camera.cam2world()
+    alone = SimCamera(intrinsics=camera.lens, sensor=IDEAL, background_albedo=0.0, exposure_s=0.01)
+    tool = alone.add_object(solid_object("tool", world.docking["arm"].model.active.pieces, np.eye(4),
+                                         albedo=1.0, on_camera=True))
+    end = camera.cam2world()
+    start, mid = end.copy(), end.copy()
+    start[:3, 3] -= [0.004, 0.002, 0.0]
+    mid[:3, 3] -= [0.002, 0.001, 0.0]
+    tool2world = end @ np.linalg.inv(cam2tool)
+    still = alone.render(end, None, {id(tool): tool2world})
+    moving = alone.render(mid, (start, end), {id(tool): tool2world})
+    assert np.mean(still > 100) > 0.05
+    np.testing.assert_array_equal(moving, still)
+
+
 def test_frames_carry_their_mid_exposure_stamp_and_arrive_after_the_latency():
     camera = SimCamera(intrinsics=default_intrinsics(320, 240, 300.0), sensor=IDEAL, frame_rate_hz=15.0,
                        exposure_s=0.010, latency_s=0.070)
