@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
+from scipy.interpolate import RectBivariateSpline
 
 NEAR_Z_M = 1e-3
 ROI_PAD_PX = 3
@@ -233,6 +234,34 @@ def polygon_patch(
     return Patch((texture,), tex2plane, plane2body, 1, None, normal, st, float(albedo))
 
 
+RAY_GRID_PX = 8  # spacing of the pixels whose rays are computed exactly (RayTable)
+
+
+def undistorted_rays(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, width: int, height: int,
+                     grid_px: int | None = RAY_GRID_PX, dtype: type = np.float32) -> np.ndarray:
+    """Undistorted normalised ray (x, y) of every pixel centre, (height, width, 2) of ``dtype``.
+
+    ``cv2.undistortPoints`` (iterated to 1e-12) on the pixels of a grid every ``grid_px`` pixels
+    (and the last row and column), interpolated to every pixel by a bicubic spline: 64x fewer
+    points to undistort (0.07 s instead of 0.43 s at 1280x720); the smooth lens makes the
+    spline's error 5e-7 px for the default distortion (checked in the tests against the per
+    pixel undistortion: < 1e-5 px, below the float32 rays' own resolution of ~4e-5 px).
+    ``grid_px`` None: every pixel undistorted."""
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
+    step = 1 if grid_px is None or min(width, height) < 4 * grid_px else grid_px
+    xs = np.unique(np.append(np.arange(0, width, step), width - 1)).astype(np.float64)
+    ys = np.unique(np.append(np.arange(0, height, step), height - 1)).astype(np.float64)
+    grid = np.stack(np.meshgrid(xs, ys), axis=2).reshape(-1, 1, 2)
+    rays = cv2.undistortPoints(grid, camera_matrix, dist_coeffs, criteria=criteria).reshape(len(ys), len(xs), 2)
+    if step == 1:
+        return rays.astype(dtype)
+    out = np.empty((height, width, 2), dtype)
+    rows, cols = np.arange(height, dtype=np.float64), np.arange(width, dtype=np.float64)
+    for channel in range(2):
+        out[..., channel] = RectBivariateSpline(ys, xs, rays[..., channel], kx=3, ky=3, s=0)(rows, cols)
+    return out
+
+
 @dataclass
 class RayTable:
     """Undistorted normalised viewing ray (x, y) of every pixel centre, (H, W, 2) float32."""
@@ -247,11 +276,7 @@ class RayTable:
     focal_px: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        ys, xs = np.mgrid[0 : self.height, 0 : self.width].astype(np.float64)
-        pix = np.stack([xs.ravel(), ys.ravel()], axis=1)[:, None, :]
-        criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
-        und = cv2.undistortPoints(pix, self.camera_matrix, self.dist_coeffs, criteria=criteria)
-        self.rays = und.reshape(self.height, self.width, 2).astype(np.float32)
+        self.rays = undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height)
         self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
         self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
         self.focal_px = float(max(self.camera_matrix[0, 0], self.camera_matrix[1, 1]))
