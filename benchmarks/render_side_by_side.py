@@ -5,8 +5,9 @@ from the SIROM paper's example misalignment, seed 0) renders, then renders each 
 renderer of ``--base`` (its drivers/sim_render.py, sim_scene.py and sim_camera.py, read with
 ``git show``) and with this checkout's, alternating which goes first, in one process pinned to one
 core. Prints the median CPU time per frame of each (process CPU time: the shared machine's other
-work does not count), their ratio, and how many pixels of the two images differ (the noise
-draws are the same; the faces' coverage changed in issue 15).
+work does not count), their ratio, and how many pixels of the two images differ (the faces'
+coverage changed in issue 15's first round; from its third round on the noise comes from a table
+of draws, so against an earlier base nearly every pixel differs by the noise).
 
     python benchmarks/render_side_by_side.py [--base REV] [--every N]
 """
