@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 import daqp
@@ -63,8 +63,8 @@ import quadprog
 
 from orbitree.skills.contact_geometry import (
     CompositeBody,
+    _readonly,
     clear_of_box,
-    interpenetrate,
     invert_pose,
     row_cross,
     sirom_active,
@@ -108,6 +108,42 @@ class ContactQPError(RuntimeError):
     """The contact QP has no solution (contradictory linearised contacts)."""
 
 
+class _Tables:
+    """Constants of the contact search, built once per model (the hot path works on them).
+
+    active_points : (Va + 2Ea + 2Ca, 3) the active's vertices, edge ends and crease ends (TCP
+    frame), placed by one product per pose. passive_points : (Vp + 2Ep, 3) the passive's
+    vertices and edge ends. ``*_normals_t`` (3, P·Fmax) and ``*_offsets`` (P·Fmax,): every plane.
+    passive_directions (Cp, 3), their transpose, squared lengths, and the transposed moments of
+    the passive's creases. cos_sides, sin_sides : (S,) the friction pyramid's side angles.
+    """
+
+    def __init__(self, active: CompositeBody, passive: CompositeBody, sides: int) -> None:
+        self.n_active_vertices = len(active.vertices)
+        self.n_active_planar = self.n_active_vertices + 2 * len(active.edges)  # vertices + edge ends
+        self.active_points = np.ascontiguousarray(np.vstack([
+            active.vertices, active.edges.reshape(-1, 3), active.crease_edges.reshape(-1, 3)]))
+        self.n_passive_vertices = len(passive.vertices)
+        self.passive_points = np.ascontiguousarray(np.vstack([passive.vertices, passive.edges.reshape(-1, 3)]))
+        self.active_shape = active.planes.shape[:2]
+        self.passive_shape = passive.planes.shape[:2]
+        flat = active.planes.reshape(-1, 4)
+        self.active_normals_t, self.active_offsets = np.ascontiguousarray(flat[:, :3].T), flat[:, 3].copy()
+        flat = passive.planes.reshape(-1, 4)
+        self.passive_normals_t, self.passive_offsets = np.ascontiguousarray(flat[:, :3].T), flat[:, 3].copy()
+        self.active_pieces = np.arange(self.active_shape[0])[None, :]
+        self.passive_pieces = np.arange(self.passive_shape[0])[None, :]
+        directions = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
+        self.passive_directions = directions
+        self.passive_directions_t = np.ascontiguousarray(directions.T)
+        self.passive_lengths2 = (directions * directions).sum(axis=1)
+        self.passive_moments_t = np.ascontiguousarray(passive.crease_moments.T)
+        self.active_moments_t = np.ascontiguousarray(active.crease_moments.T)
+        self.active_cones_t = np.ascontiguousarray(active.crease_cones.transpose(2, 0, 1).reshape(3, -1))
+        angles = 2.0 * np.pi * np.arange(sides) / sides
+        self.cos_sides, self.sin_sides = np.cos(angles)[None, :, None], np.sin(angles)[None, :, None]
+
+
 @dataclass(frozen=True, eq=False)
 class ContactModel:
     """Immutable configuration of one active/passive pair and its wrist compliance.
@@ -132,6 +168,7 @@ class ContactModel:
     solver: str = "daqp"
     friction: float = 0.0
     friction_sides: int = 4
+    tables: _Tables = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("active", "passive"):
@@ -154,6 +191,7 @@ class ContactModel:
         if not (math.isfinite(self.friction) and self.friction >= 0.0) or self.friction_sides < 3:
             raise ValueError(f"need friction >= 0 and friction_sides >= 3, got {self.friction}, "
                              f"{self.friction_sides}")
+        object.__setattr__(self, "tables", _Tables(self.active, self.passive, self.friction_sides))
 
 
 def sirom_contact_model(
@@ -277,15 +315,19 @@ def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
 
 
 def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
-    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)``."""
-    theta = float(np.linalg.norm(rotvec))
-    skew = np.array([[0.0, -rotvec[2], rotvec[1]],
-                     [rotvec[2], 0.0, -rotvec[0]],
-                     [-rotvec[1], rotvec[0], 0.0]])
+    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)``: ``I + c₁ [ω]× + c₂ [ω]×²``, written
+    out on floats (``[ω]×² = ω ωᵀ − θ² I``)."""
+    x, y, z = rotvec.tolist()
+    theta2 = x * x + y * y + z * z
+    theta = math.sqrt(theta2)
     if theta < 1e-8:
-        return np.eye(3) + 0.5 * skew
-    return (np.eye(3) + (1.0 - math.cos(theta)) / theta**2 * skew
-            + (theta - math.sin(theta)) / theta**3 * skew @ skew)
+        c1, c2 = 0.5, 0.0
+    else:
+        c1, c2 = (1.0 - math.cos(theta)) / theta2, (theta - math.sin(theta)) / (theta2 * theta)
+    xy, xz, yz = c2 * x * y, c2 * x * z, c2 * y * z
+    return np.array([[1.0 - c2 * (y * y + z * z), xy - c1 * z, xz + c1 * y],
+                     [xy + c1 * z, 1.0 - c2 * (x * x + z * z), yz - c1 * x],
+                     [xz - c1 * y, yz + c1 * x, 1.0 - c2 * (x * x + y * y)]])
 
 
 # --------------------------------------------------------------------------- contact search
@@ -295,25 +337,60 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("ki,ki->k", a, b)
 
 
-def _plane_distances(points: np.ndarray, body: CompositeBody) -> np.ndarray:
-    """(V, P, Fmax) signed distances of points (V, 3) to every plane of every piece."""
-    flat = body.planes.reshape(-1, 4)
-    return (points @ flat[:, :3].T - flat[:, 3]).reshape(len(points), *body.planes.shape[:2])
+_NO_CONTACTS = ContactSet(*(_readonly(x) for x in (np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)),
+                                                   np.zeros(0))))
+
+
+class _Placed:
+    """The two bodies at one ``tcp2passive`` pose, each number computed once and only when asked:
+    the active's points in the passive frame (one product for all of them), the passive's in the
+    TCP frame, and their distances to the other body's planes. A pose tested for
+    interpenetration and then searched for contacts (the solver's next linearisation point)
+    shares them."""
+
+    __slots__ = ("_active_dist", "_passive", "_passive_dist", "active", "model", "pose")
+
+    def __init__(self, model: ContactModel, pose: np.ndarray) -> None:
+        self.model, self.pose = model, pose
+        self.active = model.tables.active_points @ pose[:3, :3].T + pose[:3, 3]
+        self._active_dist: np.ndarray | None = None
+        self._passive: np.ndarray | None = None
+        self._passive_dist: np.ndarray | None = None
+
+    @property
+    def vertices(self) -> np.ndarray:
+        """(Va, 3) the active's vertices, passive frame."""
+        return self.active[:self.model.tables.n_active_vertices]
+
+    def active_distances(self) -> np.ndarray:
+        """(Va + 2Ea, Pp·Fmax) the active's vertices and edge ends to every passive plane."""
+        if self._active_dist is None:
+            tables = self.model.tables
+            self._active_dist = (self.active[:tables.n_active_planar] @ tables.passive_normals_t
+                                 - tables.passive_offsets)
+        return self._active_dist
+
+    def passive_distances(self) -> np.ndarray:
+        """(Vp + 2Ep, Pa·Fmax) the passive's vertices and edge ends to every active plane."""
+        if self._passive_dist is None:
+            tables, rotation = self.model.tables, self.pose[:3, :3]
+            self._passive = tables.passive_points @ rotation - rotation.T @ self.pose[:3, 3]
+            self._passive_dist = self._passive @ tables.active_normals_t - tables.active_offsets
+        return self._passive_dist
 
 
 def _vertex_face(
-    points: np.ndarray, body: CompositeBody, tol: float, margin: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Points (V, 3) near the convex pieces of ``body`` (same frame).
+    dist: np.ndarray, body: CompositeBody, pieces: np.ndarray, tol: float, margin: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Points near the convex pieces of ``body``, from their plane distances ``dist`` (V, P, Fmax).
 
     Per (point, piece) the face whose plane separates the point most is the contact face; it
     counts when external and its distance lies in ``[-tol, margin]``. Returns point indices,
     outward face normals (k, 3) and distances (k,), and whether a point lies deeper than ``tol``
-    inside a piece.
+    inside a piece. ``pieces`` : (1, P) the piece indices.
     """
-    dist = _plane_distances(points, body)
     face, best = dist.argmax(axis=2), dist.max(axis=2)
-    external = body.plane_external[np.arange(face.shape[1])[None, :], face]
+    external = body.plane_external[pieces, face]
     vertex, piece = np.nonzero(external & (best >= -tol) & (best <= margin))
     normals = body.planes[piece, face[vertex, piece], :3]
     return vertex, normals, best[vertex, piece], bool(best.min() < -tol)
@@ -321,12 +398,12 @@ def _vertex_face(
 
 def _in_cones(direction: np.ndarray, cones: np.ndarray) -> np.ndarray:
     """(k,) bool: direction (k, 3) inside each crease's normal cone, given as (k, 2, 3)."""
-    return (np.einsum("ki,kji->kj", direction, cones) >= -_CONE_TOL).all(axis=1)
+    return ((direction[:, None, :] * cones).sum(axis=2) >= -_CONE_TOL).all(axis=1)
 
 
 def _edge_edge(
     active_ends: np.ndarray, active_moments: np.ndarray, active_cones: np.ndarray,
-    passive: CompositeBody, tol: float, margin: float,
+    passive: CompositeBody, tables: _Tables, tol: float, margin: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Convex active edges (Ca, 2, 3) across convex passive edges, all in the passive frame.
 
@@ -337,26 +414,31 @@ def _edge_edge(
     on the active edges (k, 3), normals (k, 3) and distances (k,).
     """
     da = active_ends[:, 1] - active_ends[:, 0]
-    dp = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
-    moment = da @ passive.crease_moments.T + active_moments @ dp.T
-    along = da @ dp.T
-    cross2 = np.multiply.outer((da * da).sum(axis=1), (dp * dp).sum(axis=1))
+    moment = da @ tables.passive_moments_t + active_moments @ tables.passive_directions_t
+    along = da @ tables.passive_directions_t
+    cross2 = np.multiply.outer((da * da).sum(axis=1), tables.passive_lengths2)
     sine2 = cross2 - along**2
     ia, ip = np.nonzero((sine2 > _PARALLEL_SIN**2 * cross2) & (moment**2 <= margin**2 * sine2))
-    a0, p0, da, dp, sine2 = active_ends[ia, 0], passive.crease_edges[ip, 0], da[ia], dp[ip], sine2[ia, ip]
+    if len(ia) == 0:
+        return _NO_CONTACTS.points_passive, _NO_CONTACTS.normals_passive, _NO_CONTACTS.distances
+    a0, da, sine2 = active_ends[ia, 0], da[ia], sine2[ia, ip]
+    p0, dp = passive.crease_edges[ip, 0], tables.passive_directions[ip]
     w = a0 - p0
-    aa, bb, cc, dd, ee = _dot(da, da), along[ia, ip], _dot(dp, dp), _dot(da, w), _dot(dp, w)
+    aa, bb, cc, dd, ee = (da * da).sum(axis=1), along[ia, ip], tables.passive_lengths2[ip], \
+        (da * w).sum(axis=1), (dp * w).sum(axis=1)
     s = (bb * ee - cc * dd) / sine2
     t = (aa * ee - bb * dd) / sine2
     # the closest points inside both edges first: most screened pairs fail it, and the rest of
     # the test is per pair, so it runs on the few left
     inside = np.flatnonzero((s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0))
+    if len(inside) == 0:
+        return _NO_CONTACTS.points_passive, _NO_CONTACTS.normals_passive, _NO_CONTACTS.distances
     ia, ip, a0, da, dp, w, s, sine2 = (v[inside] for v in (ia, ip, a0, da, dp, w, s, sine2))
     cross = row_cross(da, dp)
     normal = cross / np.sqrt(sine2)[:, None]
-    outward = np.sign(_dot(normal, passive.crease_normals[ip].sum(axis=1)))
+    outward = np.sign((normal * passive.crease_normals[ip].sum(axis=1)).sum(axis=1))
     normal *= outward[:, None]
-    dist = _dot(normal, w)
+    dist = (normal * w).sum(axis=1)
     keep = ((outward != 0.0) & (dist >= -tol)
             & _in_cones(normal, passive.crease_cones[ip]) & _in_cones(-normal, active_cones[ia]))
     return (a0 + s[:, None] * da)[keep], normal[keep], dist[keep]
@@ -371,34 +453,41 @@ def _find_contacts(model: ContactModel, pose: np.ndarray) -> ContactSet:
     return _search(model, pose)[0]
 
 
-def _search(model: ContactModel, pose: np.ndarray) -> tuple[ContactSet, bool]:
-    """The contacts at ``pose`` (tcp2passive), and whether a vertex of either body lies deeper
-    than the tolerance inside a piece of the other (from the same plane distances)."""
+def _search(model: ContactModel, pose: np.ndarray | _Placed) -> tuple[ContactSet, bool]:
+    """The contacts at ``pose`` (tcp2passive, or the bodies placed there), and whether a vertex
+    of either body lies deeper than the tolerance inside a piece of the other (from the same
+    plane distances)."""
+    placed = pose if isinstance(pose, _Placed) else _Placed(model, pose)
+    pose, tables = placed.pose, model.tables
     tol, margin = model.tolerance_m, model.margin_m
-    active_points = transform_points(pose, model.active.vertices)
+    active_points = placed.vertices
     if clear_of_box(active_points, model.passive, margin):  # nor is a vertex inside the other body
-        return ContactSet(np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)), False
-    v, vf_normals, vf_dist, active_inside = _vertex_face(active_points, model.passive, tol, margin)
+        return _NO_CONTACTS, False
+    nva, nvp = tables.n_active_vertices, tables.n_passive_vertices
+    v, vf_normals, vf_dist, active_inside = _vertex_face(
+        placed.active_distances()[:nva].reshape(nva, *tables.passive_shape), model.passive,
+        tables.passive_pieces, tol, margin)
     q, fv_normals, fv_dist, passive_inside = _vertex_face(
-        transform_points(invert_pose(pose), model.passive.vertices), model.active, tol, margin
-    )
+        placed.passive_distances()[:nvp].reshape(nvp, *tables.active_shape), model.active,
+        tables.active_pieces, tol, margin)
     rotation, origin = pose[:3, :3], pose[:3, 3]
-    active_ends = transform_points(pose, model.active.crease_edges)
+    active_ends = placed.active[tables.n_active_planar:].reshape(-1, 2, 3)
     directions = (active_ends[:, 1] - active_ends[:, 0])
-    moments = model.active.crease_moments @ rotation.T + row_cross(origin, directions)
-    ee_points, ee_normals, ee_dist = _edge_edge(
-        active_ends, moments, model.active.crease_cones @ rotation.T, model.passive, tol, margin
-    )
-    kinds = np.repeat(
-        [ContactKind.VERTEX_FACE, ContactKind.FACE_VERTEX, ContactKind.EDGE_EDGE],
-        [len(v), len(q), len(ee_dist)],
-    ).astype(np.int8)
+    moments = (rotation @ tables.active_moments_t).T + row_cross(origin, directions)
+    cones = (rotation @ tables.active_cones_t).T.reshape(-1, 2, 3)
+    ee_points, ee_normals, ee_dist = _edge_edge(active_ends, moments, cones, model.passive, tables, tol, margin)
+    if len(v) + len(q) + len(ee_dist) == 0:
+        return _NO_CONTACTS, active_inside or passive_inside
+    kinds = np.repeat(_KINDS, [len(v), len(q), len(ee_dist)])
     return ContactSet(
         kinds,
         np.vstack([active_points[v], model.passive.vertices[q], ee_points]),
-        np.vstack([vf_normals, -fv_normals @ pose[:3, :3].T, ee_normals]),
+        np.vstack([vf_normals, -fv_normals @ rotation.T, ee_normals]),
         np.concatenate([vf_dist, fv_dist, ee_dist]),
     ), active_inside or passive_inside
+
+
+_KINDS = np.array([ContactKind.VERTEX_FACE, ContactKind.FACE_VERTEX, ContactKind.EDGE_EDGE], np.int8)
 
 
 def linearise_contacts(
@@ -460,6 +549,24 @@ def solve_deformation(
     return QPSolution(x[:6], lam[:m], float(x[6]) if hook is not None else 0.0)
 
 
+def _deform(k: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str, load: np.ndarray | None,
+            hook: tuple[np.ndarray, float, float] | None) -> np.ndarray:
+    """:func:`solve_deformation`'s ``e`` for the solver's own rows (checked inputs: no checks)."""
+    q = _ZERO6 if load is None else load
+    if len(a) == 0 and hook is None:
+        return q / k
+    if hook is not None:
+        m = len(a)
+        rows = np.zeros((m + 2, 7))  # [a 0], [-h 1], [0 1]
+        rows[:m, :6], rows[m, :6], rows[m:, 6] = a, -hook[0], 1.0
+        k, q, a = np.append(k, hook[2]), np.append(q, 0.0), rows
+        b = np.append(b, (hook[1], 0.0))
+    return _solve_qp(k, q, a, b, solver)[0][:6]
+
+
+_ZERO6 = _readonly(np.zeros(6))
+
+
 def _solve_qp(k: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str
               ) -> tuple[np.ndarray, np.ndarray]:
     if solver == "daqp":
@@ -486,8 +593,35 @@ def interpenetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
     return _penetrates(model, check_pose(tcp2passive, "tcp2passive"))
 
 
-def _penetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
-    return interpenetrate(model.active, tcp2passive, model.passive, model.tolerance_m)
+def _penetrates(model: ContactModel, tcp2passive: np.ndarray | _Placed) -> bool:
+    """``contact_geometry.interpenetrate`` at ``tcp2passive`` (or the bodies placed there), from
+    the plane distances of every edge end at once (all pieces: the per-piece box culling costs
+    more than it saves on so few pieces, and culls only segments that cannot enter)."""
+    placed = tcp2passive if isinstance(tcp2passive, _Placed) else _Placed(model, tcp2passive)
+    if clear_of_box(placed.vertices, model.passive, 0.0):
+        return False
+    tables, depth = model.tables, model.tolerance_m
+    ends = placed.active_distances()[tables.n_active_vertices:]
+    if _segments_enter(ends.reshape(-1, 2, *tables.passive_shape), depth):
+        return True
+    ends = placed.passive_distances()[tables.n_passive_vertices:]
+    return _segments_enter(ends.reshape(-1, 2, *tables.active_shape), depth)
+
+
+def _segments_enter(dist: np.ndarray, depth: float) -> bool:
+    """``contact_geometry.segments_enter`` from the plane distances (E, 2, P, Fmax) of the
+    segments' ends: Cyrus–Beck clipping against every piece shrunk by ``depth``, on the
+    (segment, piece) pairs not wholly outside one of the piece's planes."""
+    d0, d1 = dist[:, 0] + depth, dist[:, 1] + depth
+    near = ~((d0 > 0.0) & (d1 > 0.0)).any(axis=2)
+    if not near.any():
+        return False
+    d0, d1 = d0[near], d1[near]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = d0 / (d0 - d1)
+    lo = np.where(d1 < d0, crossing, 0.0).max(axis=1, initial=0.0)
+    hi = np.where(d1 > d0, crossing, 1.0).min(axis=1, initial=1.0)
+    return bool((lo < hi).any())
 
 
 def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float:
@@ -509,10 +643,13 @@ def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float
 
 def _tangents(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two unit vectors (k, 3) each, perpendicular to each normal (k, 3) and to each other."""
-    helper = np.where(np.abs(normals[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    helper = np.where(np.abs(normals[:, :1]) < 0.9, _X_ROW, _Y_ROW)
     first = row_cross(normals, helper)
-    first /= np.linalg.norm(first, axis=1, keepdims=True)
+    first /= np.sqrt((first * first).sum(axis=1, keepdims=True))  # np.linalg.norm's bits
     return first, row_cross(normals, first)
+
+
+_X_ROW, _Y_ROW = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])
 
 
 def _rows(
@@ -525,17 +662,27 @@ def _rows(
     jl = _left_jacobian(e0[3:])
     normals = contacts.normals_passive @ to_cmd
     levers = (contacts.points_passive - real[:3, 3]) @ to_cmd
-    a_n = np.hstack([normals, row_cross(levers, normals) @ jl])
-    b_n = a_n @ e0 - contacts.distances
-    if model.friction == 0.0 or len(contacts) == 0:
+    m = len(normals)
+    if model.friction == 0.0 or m == 0:
+        a_n = np.hstack([normals, row_cross(levers, normals) @ jl])
+        b_n = a_n @ e0 - contacts.distances
         return a_n, b_n, a_n, b_n
+    tables, sides = model.tables, model.friction_sides
     first, second = _tangents(normals)
-    angles = 2.0 * np.pi * np.arange(model.friction_sides) / model.friction_sides
-    tilts = np.cos(angles)[None, :, None] * first[:, None] + np.sin(angles)[None, :, None] * second[:, None]
-    tilted = (normals[:, None] + model.friction * tilts).reshape(-1, 3)
-    arms = np.repeat(levers, model.friction_sides, axis=0)
-    a = np.hstack([tilted, row_cross(arms, tilted) @ jl])
-    return a, a @ e0 - np.repeat(contacts.distances, model.friction_sides), a_n, b_n
+    tilts = tables.cos_sides * first[:, None] + tables.sin_sides * second[:, None]
+    # the normal rows and the friction pyramid's in one array (one cross product, one product)
+    rows = np.empty((m * (sides + 1), 6))
+    rows[:m, :3] = normals
+    rows[m:, :3] = (normals[:, None] + model.friction * tilts).reshape(-1, 3)
+    arms = np.empty((len(rows), 3))
+    arms[:m] = levers
+    arms[m:] = np.repeat(levers, sides, axis=0)
+    rows[:, 3:] = row_cross(arms, rows[:, :3]) @ jl
+    gaps = np.empty(len(rows))
+    gaps[:m] = contacts.distances
+    gaps[m:] = np.repeat(contacts.distances, sides)
+    b = rows @ e0 - gaps
+    return rows[m:], b[m:], rows[:m], b[:m]
 
 
 def _hook_row(cmd: np.ndarray, hook: HookPull | None) -> tuple[np.ndarray, float, float] | None:
@@ -554,42 +701,50 @@ def _qp_step(
     a, b, a_n, b_n = _rows(model, contacts, cmd, real)
     pull = _hook_row(cmd, hook)
     try:
-        e = solve_deformation(model.stiffness, a, b, model.solver, load, pull).deformation
+        e = _deform(model.stiffness, a, b, model.solver, load, pull)
     except ContactQPError:  # contradictory small penetrations: only forbid deepening them
         sides = len(a) // max(len(contacts), 1)
         relaxed = b + np.repeat(np.minimum(contacts.distances, 0.0), sides)
-        e = solve_deformation(model.stiffness, a, relaxed, model.solver, load, pull).deformation
-    return _apply(cmd, e), replace(contacts, distances=a_n @ e - b_n)
+        e = _deform(model.stiffness, a, relaxed, model.solver, load, pull)
+    return _apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
+                                      a_n @ e - b_n)
 
 
 def _settle(
     model: ContactModel, cmd: np.ndarray, real: np.ndarray, load: np.ndarray | None = None,
-    hook: HookPull | None = None, found: ContactSet | None = None,
-) -> tuple[np.ndarray, ContactSet, int, bool]:
+    hook: HookPull | None = None, found: ContactSet | _Placed | None = None,
+) -> tuple[np.ndarray, ContactSet, int, bool, _Placed | None]:
     """Real pose for commanded ``cmd`` (passive frame) from the free pose ``real``.
 
-    Returns the pose, its contacts, the QP solves used and whether the pose settled. ``found``:
-    the contacts at ``real`` if already searched.
+    Returns the pose, its contacts, the QP solves used, whether the pose settled and the bodies
+    placed at the pose returned (None if not placed). ``found``: the contacts at ``real`` if
+    already searched, or the bodies already placed there.
     """
     free = cmd if load is None else _apply(cmd, load / model.stiffness)
+    placed = found if isinstance(found, _Placed) else None  # the bodies at ``real`` if placed
     for iteration in range(1, model.max_iterations + 1):
-        contacts = found if iteration == 1 and found is not None else _find_contacts(model, real)
+        if iteration == 1 and isinstance(found, ContactSet):
+            contacts = found
+        else:
+            contacts = _search(model, real if placed is None else placed)[0]
         if len(contacts) == 0 and hook is None:
             candidate, predicted = free, contacts
         else:
             candidate, predicted = _qp_step(model, cmd, real, contacts, load, hook)
         distance, angle = _gap(real, candidate)
         settled = distance < _SETTLED_M and angle < _SETTLED_RAD
-        if not _penetrates(model, candidate):
+        at_candidate = _Placed(model, candidate)
+        if not _penetrates(model, at_candidate):
             if len(contacts) == 0 or settled:  # a settled pose is within 1 µm of ``real``
-                return candidate, predicted, iteration, True
-            real = candidate
+                return candidate, predicted, iteration, True, at_candidate
+            real, placed = candidate, at_candidate
             continue
+        placed = None
         fraction = _bisect(model, real, candidate)
         if fraction * distance < _SETTLED_M and fraction * angle < _SETTLED_RAD:
             break  # stuck: the contacts found do not block this motion
         real = _interpolate(real, candidate, fraction)
-    return real, _find_contacts(model, real), iteration, False
+    return real, _find_contacts(model, real), iteration, False, None
 
 
 def _substeps(model: ContactModel, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
@@ -675,8 +830,7 @@ def solve_contact(
     cmd = base2passive @ commanded
     iterations, converged = 0, True
     for step in _substeps(model, start, cmd):
-        real, contacts, used, settled = _settle(model, step, real, load, hook, found)
-        found = None
+        real, contacts, used, settled, found = _settle(model, step, real, load, hook, found)
         iterations, converged = iterations + used, converged and settled
     if real is cmd:
         real_tcp2base, wrench = commanded.copy(), np.zeros(6)

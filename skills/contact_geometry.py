@@ -285,23 +285,27 @@ def transform_points(pose: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 def invert_pose(pose: np.ndarray) -> np.ndarray:
     """B2A (4, 4) of a rigid A2B (4, 4)."""
-    inverse = np.eye(4)
-    inverse[:3, :3] = pose[:3, :3].T
-    inverse[:3, 3] = -pose[:3, :3].T @ pose[:3, 3]
+    inverse = np.empty((4, 4))
+    rotation_t = pose[:3, :3].T
+    inverse[:3, :3] = rotation_t
+    inverse[:3, 3] = -rotation_t @ pose[:3, 3]
+    inverse[3] = _LAST_ROW
     return inverse
 
 
-def row_cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (k, 3) arrays, either may be a single (3,) row.
+_LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
+_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])
 
-    np.cross costs tens of microseconds on such small arrays; this is a few.
+
+def row_cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (k, 3) arrays, either may be a single (3,) row; (k, 3).
+
+    np.cross costs tens of microseconds on such small arrays; this is two (the components
+    gathered by ``take``, whose copies are contiguous, rather than strided column views).
     """
-    a, b = np.atleast_2d(a), np.atleast_2d(b)
-    out = np.empty((max(len(a), len(b)), 3))
-    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
-    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
-    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
-    return out
+    out = (a.take(_NEXT, axis=-1) * b.take(_AFTER, axis=-1)
+           - a.take(_AFTER, axis=-1) * b.take(_NEXT, axis=-1))
+    return out if out.ndim == 2 else out.reshape(-1, 3)
 
 
 def sphere_pairs(

@@ -199,11 +199,16 @@ def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -
     joints = check_vector(q, n, "q")
     frames = np.empty((n + 2, 4, 4))
     frames[0] = _I4
-    # the link transforms as link_transform builds them, in one array (a hot path: the simulated
-    # arm runs it several times a tick)
-    links = np.array([_link_rows(d, angle + offset, a, alpha, beta) for d, angle, offset, a, alpha, beta
-                      in zip(table.d, joints.tolist(), table.theta_offset, table.a, table.alpha, table.beta,
-                             strict=True)])
+    # the link transforms in one array (a hot path: the simulated arm runs it several times a
+    # tick): Rz(theta) times the joint's constant Tz(d)·Tx(a)·Rx(alpha)·Ry(beta) (for DH joints
+    # the same bits as link_transform)
+    fixed = _fixed_links(table)
+    thetas = [angle + offset for angle, offset in zip(joints.tolist(), table.theta_offset, strict=True)]
+    ct = np.array([math.cos(theta) for theta in thetas])[:, None]
+    st = np.array([math.sin(theta) for theta in thetas])[:, None]
+    links = fixed.copy()
+    links[:, 0] = ct * fixed[:, 0] - st * fixed[:, 1]
+    links[:, 1] = st * fixed[:, 0] + ct * fixed[:, 1]
     for i in range(n):
         np.matmul(frames[i], links[i], out=frames[i + 1])
     if tool is None:
@@ -211,6 +216,22 @@ def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -
     else:
         np.matmul(frames[n], check_pose(tool, "tool"), out=frames[n + 1])
     return frames
+
+
+_FIXED: dict[int, tuple[DHTable, np.ndarray]] = {}
+
+
+def _fixed_links(table: DHTable) -> np.ndarray:
+    """(n, 4, 4) each joint's ``Tz(d)·Tx(a)·Rx(alpha)·Ry(beta)`` (its link transform at theta = 0),
+    kept per table (by identity; the table is kept with it, so its id is not reused)."""
+    entry = _FIXED.get(id(table))
+    if entry is None or entry[0] is not table:
+        rows = [_link_rows(d, 0.0, a, alpha, beta)
+                for d, a, alpha, beta in zip(table.d, table.a, table.alpha, table.beta, strict=True)]
+        if len(_FIXED) > 64:
+            _FIXED.clear()
+        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)))
+    return entry[1]
 
 
 def forward_kinematics(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:
@@ -235,16 +256,18 @@ def pose_and_jacobian(
     return frames[-1], _jacobian_from_frames(frames)
 
 
+_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def _jacobian_from_frames(frames: np.ndarray) -> np.ndarray:
     tip = frames[-1, :3, 3]
     axes = frames[:-2, :3, 2]  # z_0 .. z_{n-1}: joint i + 1 turns about z_i
     origins = frames[:-2, :3, 3]
     lever = tip - origins
     jacobian = np.empty((6, len(axes)))
-    # z_i x (tip - o_i), written out: np.cross is slow for small arrays.
-    jacobian[0] = axes[:, 1] * lever[:, 2] - axes[:, 2] * lever[:, 1]
-    jacobian[1] = axes[:, 2] * lever[:, 0] - axes[:, 0] * lever[:, 2]
-    jacobian[2] = axes[:, 0] * lever[:, 1] - axes[:, 1] * lever[:, 0]
+    # z_i x (tip - o_i), written out (np.cross is slow for small arrays), on gathered copies
+    jacobian[:3] = (axes.take(_NEXT, axis=1) * lever.take(_AFTER, axis=1)
+                    - axes.take(_AFTER, axis=1) * lever.take(_NEXT, axis=1)).T
     jacobian[3:] = axes.T
     return jacobian
 
