@@ -10,7 +10,8 @@ Tracking: the frames of a rendered approach (``approach_views``: 0.55 m to 0.15 
 off-centre and tilted 35 deg at first, 1280x720); per frame, side by side, BoardTracker.update,
 estimate_board_pose and OpenCV's plain full-frame pipeline (ArucoDetector with default
 parameters, board matchImagePoints, solvePnP); median time per frame over R passes, the ratio,
-and each one's errors against the truth.
+and each one's errors against the truth. Then the same cameras turned away from the board (the
+track lost): the tracker's coarse-to-fine search against its full-size one, per frame.
 
 Timing: the SIROM board on a table at 0.2-0.5 m, random views (tilt <= 45 deg), default sensor
 model; the focal length scales with the width (900 px at 1280) so every resolution sees the same
@@ -224,6 +225,47 @@ def track(frames: int, repeats: int) -> None:
         e = np.array(errors[name])
         print(f"| {name} | {1e3 * np.median(values):.2f} | {base / np.median(values):.2f}x | "
               f"{np.median(e[:, 0]):.3f} / {e[:, 0].max():.3f} | {e[:, 1].max():.3f} |")
+    missed = sum(t == np.inf and f != np.inf for (t, _), (f, _) in
+                 zip(errors["BoardTracker"], errors["estimate_board_pose"], strict=True))
+    print(f"frames the full estimate found and the tracker missed: {missed}")
+    track_lost(cam, board, frames, repeats)
+
+
+def track_lost(cam, board, frames: int, repeats: int) -> None:
+    """The board out of view (the approach's cameras turned 50 deg away: the textured plate and
+    the table in view), the track lost: BoardTracker's search without a prediction (coarse to
+    fine) against the full-size whole-image search it did before (``coarse_search=False``) and
+    OpenCV's plain detection, side by side per frame."""
+    from scipy.spatial.transform import Rotation
+
+    k, dist = cam.intrinsics.camera_matrix, cam.intrinsics.dist_coeffs
+    turn = Rotation.from_euler("y", 50, degrees=True).as_matrix()
+    images = []
+    for cam2board in approach_views(frames):
+        away = cam2board.copy()
+        away[:3, :3] = cam2board[:3, :3] @ turn
+        cam.set_cam2world(away)
+        images.append(cam.render())
+    plain = cv2.aruco.ArucoDetector(board.getDictionary(), cv2.aruco.DetectorParameters())
+    coarse, full = BoardTracker(board, k, dist), BoardTracker(board, k, dist, coarse_search=False)
+    times: dict[str, list[float]] = {"BoardTracker, lost (coarse to fine)": [],
+                                     "BoardTracker, lost (full size, before)": [],
+                                     "OpenCV plain detection": []}
+    seen = 0
+    for _ in range(repeats):
+        for image in images:
+            for name, run in zip(times, (coarse.update, full.update, lambda im: plain.detectMarkers(im)[1]),
+                                 strict=True):
+                t0 = time.perf_counter()
+                found = run(image)
+                times[name].append(time.perf_counter() - t0)
+                seen += name != "OpenCV plain detection" and found is not None
+    base = np.median(times["BoardTracker, lost (full size, before)"])
+    print(f"\n{frames} frames without the board x {repeats} passes (boards wrongly found: {seen})")
+    print("| search, board out of view | median ms/frame | speed vs full size |")
+    print("|---|---|---|")
+    for name, values in times.items():
+        print(f"| {name} | {1e3 * np.median(values):.2f} | {base / np.median(values):.2f}x |")
 
 
 def _matrix(pose) -> np.ndarray | None:

@@ -94,6 +94,7 @@ from orbitree.skills.marker_refine import (
     refine_edge_lines,
     to_gray,
     undistort_corners,
+    undistortion_maps,
 )
 
 __all__ = [
@@ -256,16 +257,22 @@ def refine_corners(
     config: BoardEstimatorConfig,
     templates: dict | None = None,
     correlations: list | None = None,
+    undistort_maps: tuple[np.ndarray, np.ndarray] | None = None,
+    ideal_quads: bool = False,
 ) -> list[np.ndarray]:
     """Configured corner refinement; (4, 2) corners in ideal (undistorted) pixels.
     ``templates``: a dict kept between calls, where ECC caches its marker templates;
-    ``correlations``: a list that receives ECC's per-marker correlations (see ``refine_ecc``)."""
+    ``correlations``: a list that receives ECC's per-marker correlations; ``undistort_maps``
+    and ``ideal_quads`` (quads already in ideal pixels): ECC only (see ``refine_ecc``)."""
     if config.corner_refinement == "ecc":
         return refine_ecc(gray, quads, ids.tolist(), board.getDictionary(), camera_matrix,
                           dist_coeffs, white_margin_cells=config.ecc_white_margin_cells,
                           templates=templates, max_side_px=config.ecc_max_side_px,
                           coarse_first=config.ecc_coarse_first, eps=config.ecc_eps,
-                          correlations=correlations)
+                          correlations=correlations, ideal_corners=ideal_quads,
+                          undistort_maps=undistort_maps)
+    if ideal_quads:
+        raise ValueError("ideal_quads is only supported by the 'ecc' corner refinement")
     if config.corner_refinement == "cornersubpix":
         return refine_corner_subpix(gray, quads, camera_matrix, dist_coeffs)
     if config.corner_refinement == "edgelines":
@@ -393,11 +400,13 @@ def _pose_from_markers(
     corner_noise_px: float,
     rng: np.random.Generator | None,
     templates: dict | None = None,
+    undistort_maps: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> BoardPose | None:
     """Steps 2-4 of the pipeline on detected markers (quads in distorted pixels)."""
     if len(ids) < max(config.min_markers, 1):
         return None
-    ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config, templates)
+    ideal = refine_corners(gray, quads, ids, board, camera_matrix, dist_coeffs, config, templates,
+                           undistort_maps=undistort_maps)
     return _pose_from_ideal(ideal, ids, board, camera_matrix, config, prior_board2cam,
                             corner_noise_px, rng)
 
@@ -487,8 +496,15 @@ class BoardTracker:
     bounding box grown by ``roi_margin`` of its size (and at least ``min_margin_px``) is the region
     searched, with one threshold window of ``threshold_window_cells`` expected marker cells and
     the smallest accepted perimeter at half the expected one. Detection falls back to the whole
-    image (the usual pipeline) when there is no prediction, when the region would cover most of
-    the image anyway, or when it finds fewer board markers than the last frame gave. Everything
+    image (the usual pipeline) when the region would cover most of the image anyway or when it
+    finds fewer board markers than the last frame gave. Without a prediction (the first frame,
+    the board lost) the whole image is searched coarse to fine, ArUco3's other idea: markers and
+    marker-like quads on the image halved, then detection at full size only in the region of the
+    board markers read there (or, none readable, around the quads rejected there); an image with
+    nothing marker-like costs a half-size detection (measured: the same boards found as the
+    full-size search at 0.15-0.60 m, nominal and stress; a frame without the board 2.2x cheaper,
+    2.5 against 5.6 ms, on a textured plate: ``benchmarks/perception.py --track``;
+    ``coarse_search=False``: the full-size search). Everything
     after detection (recovery of missed markers, ECC corner refinement, PnP, the outlier check)
     is :func:`estimate_board_pose`'s, on the whole image, with its templates cached between
     frames; the predicted pose breaks the planar ambiguity as the last estimate does there.
@@ -500,10 +516,14 @@ class BoardTracker:
     (a wrong prediction or a marker hidden since fails this and the frame is detected). Without
     ``prior`` the prediction is the last pose moved again by the motion between the two frames
     before (constant velocity per frame). ECC ends where it would from detected corners, so the
-    accuracy is the same; detection, a third of the time left, is skipped.
+    accuracy is the same; detection, a third of the time left, is skipped. ECC starts from the
+    predicted corners projected straight to ideal pixels, and cuts its undistorted windows from
+    maps of the whole image made once (the same pixels as each window's own maps, without
+    computing them per marker and frame: 15 % of the tracker's time per frame).
 
     ``searches`` counts frames by how they were found: ``"track"`` (aligned from the
-    prediction), ``"roi"`` (detected in the predicted region) or ``"full"``.
+    prediction), ``"roi"`` (detected in the predicted region) or ``"full"`` (the whole image
+    searched, coarse to fine or at full size), and the whole-image searches that found nothing.
     """
 
     def __init__(
@@ -519,6 +539,7 @@ class BoardTracker:
         threshold_window_cells: float = 1.5,
         detect_side_px: float = 64.0,
         track_min_correlation: float = 0.85,
+        coarse_search: bool = True,
     ) -> None:
         self.board = board
         self.camera_matrix = np.asarray(camera_matrix, dtype=np.float64)
@@ -529,17 +550,34 @@ class BoardTracker:
         self.roi_margin, self.min_margin_px = roi_margin, min_margin_px
         self.max_roi_fraction, self.threshold_window_cells = max_roi_fraction, threshold_window_cells
         self.detect_side_px, self.track_min_correlation = detect_side_px, track_min_correlation
+        self.coarse_search = coarse_search
         self.detector = make_detector(board, self.config)
         self._roi_params = self.detector.getDetectorParameters()
         self._roi_detector = make_detector(board, self.config)
+        # the coarse search's detector, on the half-size image: default parameters, no corner
+        # refinement (its quads only say where to look at full resolution)
+        self._coarse_detector = cv2.aruco.ArucoDetector(board.getDictionary(), cv2.aruco.DetectorParameters())
+        # the whole-image search's detector for windows of the image, with its smallest marker
+        # perimeter kept in pixels of the whole image (a rate of a small window's side would
+        # let every speck of texture through as a contour to examine)
+        self._window_detector = make_detector(board, self.config)
+        self._window_params = self._window_detector.getDetectorParameters()
+        self._board_ids = frozenset(np.asarray(board.getIds()).ravel().tolist())
         self._cells = board.getDictionary().markerSize + 2
         obj = np.asarray(board.getObjPoints(), dtype=np.float64).reshape(-1, 4, 3)
         centre = obj.mean(axis=1, keepdims=True)
         self._outline = (centre + (obj - centre) * (1.0 + 2.0 / self._cells)).reshape(-1, 3)
+        # the farthest any point of the board (with its quiet zones) lies from a marker's centre,
+        # in that marker's sides: a found marker puts the whole board within this many of its
+        # sides of its centre in the image, up to perspective (the coarse search's region)
+        sides = np.linalg.norm(obj[:, 1] - obj[:, 0], axis=1)
+        reach = np.linalg.norm(self._outline[None, :, :] - centre, axis=2).max(axis=1)
+        self._board_reach_sides = float((reach / sides).max())
         self._templates: dict = {}
         ids = np.asarray(board.getIds()).ravel()
         self._corners = np.zeros((int(ids.max()) + 1, 4, 3))  # marker id -> its corners (board)
         self._corners[ids] = obj
+        self._maps: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray] | None] | None = None
         self.last: BoardPose | None = None
         self._before_last: np.ndarray | None = None
         self.searches = {"track": 0, "roi": 0, "full": 0}
@@ -563,6 +601,7 @@ class BoardTracker:
         for :func:`estimate_board_pose`.
         """
         gray = to_gray(image)
+        maps = self._undistortion_maps(gray.shape)
         predicted = prior if prior is not None else self._extrapolated()
         found = None
         if predicted is not None and self.last is not None and self.config.corner_refinement == "ecc":
@@ -579,16 +618,27 @@ class BoardTracker:
                     self.searches["roi"] += 1
                     found = _pose_from_markers(gray, quads, ids, self.board, self.camera_matrix,
                                                self.dist, self.config, predicted, corner_noise_px,
-                                               rng, self._templates)
-        if found is None:
+                                               rng, self._templates, maps)
+        if found is None and predicted is None and self.coarse_search:
+            self.searches["full"] += 1
+            found = self._acquire(gray, corner_noise_px, rng, maps)
+        elif found is None:
             self.searches["full"] += 1
             quads, ids = detect_board_markers(gray, self.board, self.camera_matrix, self.dist,
                                               self.detector, self.config)
             found = _pose_from_markers(gray, quads, ids, self.board, self.camera_matrix, self.dist,
-                                       self.config, predicted, corner_noise_px, rng, self._templates)
+                                       self.config, predicted, corner_noise_px, rng, self._templates,
+                                       maps)
         self._before_last = None if found is None or self.last is None else self.last.board2cam
         self.last = found
         return found
+
+    def _undistortion_maps(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The image's undistortion maps for ECC's windows, made once per image size."""
+        size = (int(shape[1]), int(shape[0]))
+        if self._maps is None or self._maps[0] != size:
+            self._maps = (size, undistortion_maps(self.camera_matrix, self.dist, size))
+        return self._maps[1]
 
     def _extrapolated(self) -> np.ndarray | None:
         """The last pose, carried on by the camera's motion between the two frames before (the
@@ -616,9 +666,14 @@ class BoardTracker:
         margin = 0.25 * float(np.linalg.norm(px[:, 1] - px[:, 0], axis=1).max()) + 4.0
         if px.min() < margin or np.any(px.max(axis=(0, 1)) > np.array([width, height]) - margin):
             return None
+        # ECC starts from the predicted corners in ideal pixels: projected without distortion
+        # (what undistorting the distorted projection would give back, without its iterations)
+        ideal = cam @ self.camera_matrix.T
+        ideal = (ideal[:, :2] / ideal[:, 2:]).reshape(-1, 4, 2)
         correlations: list = []
-        ideal = refine_corners(gray, list(px), ids, self.board, self.camera_matrix, self.dist,
-                               self.config, self._templates, correlations)
+        ideal = refine_corners(gray, list(ideal), ids, self.board, self.camera_matrix, self.dist,
+                               self.config, self._templates, correlations,
+                               self._maps[1] if self._maps else None, ideal_quads=True)
         if any(rho is None or rho < self.track_min_correlation for rho in correlations):
             return None
         found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, self.config, predicted,
@@ -647,12 +702,69 @@ class BoardTracker:
         side = float(sides.min()) / (1.0 + 2.0 / self._cells)  # the black square's side
         return int(x0), int(y0), int(x1), int(y1), side
 
-    def _detect_in(self, gray: np.ndarray, x0: int, y0: int, x1: int, y1: int,
-                   side: float) -> tuple[list[np.ndarray], np.ndarray]:
-        """Board markers found in the window (corners in whole-image pixels), missed ones
-        recovered on the whole image as :func:`detect_board_markers` does."""
-        params = self._roi_params
+    def _acquire(self, gray: np.ndarray, corner_noise_px: float, rng: np.random.Generator | None,
+                 maps: tuple[np.ndarray, np.ndarray] | None) -> BoardPose | None:
+        """The whole-image search without a prediction, coarse to fine (ArUco3's idea): markers
+        and marker-like quads are looked for on the image halved (``pyrDown``, a quarter of the
+        pixels); the board is then detected at full resolution only in the region a board marker
+        found there spans (the board reaches ``_board_reach_sides`` of a marker's sides from its
+        centre), or, where none could be read at half size, first in windows around the quads
+        rejected there (too small or too blurred to decode, which is how the farthest markers
+        look halved). Nothing marker-like at half size: None, without a full-size search. Fewer
+        board markers at full size than were read at half size: the full-size search."""
+        small = cv2.pyrDown(gray)
+        corners, ids, rejected = self._coarse_detector.detectMarkers(small)
+        ids = [] if ids is None else np.asarray(ids).ravel().tolist()
+        # pyrDown's output pixel i is centred on input pixel 2i
+        read = [2.0 * np.asarray(c, np.float64).reshape(4, 2) for c, i in zip(corners, ids, strict=True)
+                if int(i) in self._board_ids]
+        if not read:
+            for quad in sorted((2.0 * np.asarray(c, np.float64).reshape(4, 2) for c in rejected),
+                               key=lambda q: -_mean_side(q)):
+                pad = _mean_side(quad) + 4.0
+                x0, y0 = np.floor(np.maximum(quad.min(axis=0) - pad, 0)).astype(int)
+                x1, y1 = np.ceil(np.minimum(quad.max(axis=0) + pad, gray.shape[1::-1])).astype(int)
+                if x1 - x0 < 8 or y1 - y0 < 8:
+                    continue
+                found_corners, found_ids, _ = self._detect_raw(gray, int(x0), int(y0), int(x1), int(y1))
+                read = [np.asarray(c, np.float64).reshape(4, 2)
+                        for c, i in zip(found_corners, found_ids, strict=True) if int(i) in self._board_ids]
+                if read:
+                    break
+            if not read:
+                return None
+        centres = np.array([q.mean(axis=0) for q in read])
+        reach = self._board_reach_sides * 1.25 * np.array(
+            [np.linalg.norm(np.roll(q, -1, axis=0) - q, axis=1).max() for q in read])
+        x0, y0 = np.floor(np.maximum((centres - reach[:, None]).min(axis=0), 0)).astype(int)
+        x1, y1 = np.ceil(np.minimum((centres + reach[:, None]).max(axis=0), gray.shape[1::-1])).astype(int)
+        if (x1 - x0) * (y1 - y0) > self.max_roi_fraction * gray.size:
+            quads, marker_ids = detect_board_markers(gray, self.board, self.camera_matrix, self.dist,
+                                                     self.detector, self.config)
+        else:
+            quads, marker_ids = self._detect_in(gray, int(x0), int(y0), int(x1), int(y1))
+        return _pose_from_markers(gray, quads, marker_ids, self.board, self.camera_matrix, self.dist,
+                                  self.config, None, corner_noise_px, rng, self._templates, maps)
+
+    def _detect_raw(self, gray: np.ndarray, x0: int, y0: int, x1: int, y1: int,
+                    side: float | None = None) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray]]:
+        """ArUco detection in the window: corners, ids (N,) and rejected quads, in whole-image
+        pixels. With ``side``, for markers of that black-square side in px: one threshold window
+        and a smallest perimeter chosen for them, the window shrunk when they are large; without,
+        the whole-image search's detector on the window."""
         window = gray[y0:y1, x0:x1]
+        if side is None:
+            params = self._window_params
+            smallest = self.detector.getDetectorParameters().minMarkerPerimeterRate * max(gray.shape)
+            params.minMarkerPerimeterRate = float(min(smallest / max(window.shape), 4.0))
+            self._window_detector.setDetectorParameters(params)
+            corners, ids, rejected = self._window_detector.detectMarkers(window)
+            if ids is None or len(ids) == 0:
+                return [], np.zeros(0, dtype=int), []
+            offset = np.array([x0, y0], dtype=np.float32)
+            return ([np.asarray(c, np.float32) + offset for c in corners], np.asarray(ids).ravel(),
+                    [np.asarray(c, np.float32) + offset for c in rejected])
+        params = self._roi_params
         scale = np.ones(2)
         if side > self.detect_side_px:  # large markers: detect on the region shrunk (area average)
             f = self.detect_side_px / side
@@ -667,17 +779,32 @@ class BoardTracker:
         self._roi_detector.setDetectorParameters(params)
         corners, ids, rejected = self._roi_detector.detectMarkers(window)
         if ids is None or len(ids) == 0:
-            return [], np.zeros(0, dtype=int)
+            return [], np.zeros(0, dtype=int), []
         offset, scale = np.array([x0, y0], dtype=np.float32), scale.astype(np.float32)
         corners = [(np.asarray(c, np.float32) + 0.5) / scale - 0.5 + offset for c in corners]
         rejected = [(np.asarray(c, np.float32) + 0.5) / scale - 0.5 + offset for c in rejected]
+        return corners, np.asarray(ids).ravel(), rejected
+
+    def _detect_in(self, gray: np.ndarray, x0: int, y0: int, x1: int, y1: int,
+                   side: float | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """Board markers found in the window (corners in whole-image pixels; ``side``: see
+        ``_detect_raw``), missed ones recovered on the whole image as
+        :func:`detect_board_markers` does."""
+        corners, ids, rejected = self._detect_raw(gray, x0, y0, x1, y1, side)
+        if len(ids) == 0:
+            return [], np.zeros(0, dtype=int)
         config = self.config
-        board_ids = set(np.asarray(self.board.getIds()).ravel().tolist())
-        if config.recover_missing and not board_ids <= set(np.asarray(ids).ravel().tolist()):
+        board_ids = self._board_ids
+        if config.recover_missing and not board_ids <= set(ids.tolist()):
             corners, ids, _, _ = self.detector.refineDetectedMarkers(
-                gray, self.board, corners, ids, rejected, self.camera_matrix, self.dist)
+                gray, self.board, corners, ids.reshape(-1, 1), rejected, self.camera_matrix, self.dist)
         keep = [i for i, mid in enumerate(np.asarray(ids).ravel()) if int(mid) in board_ids]
         quads = [np.asarray(corners[i], dtype=np.float64).reshape(4, 2) for i in keep]
         if config.detector_refinement == "apriltag":
             quads = [q - APRILTAG_CORNER_OFFSET_PX for q in quads]
         return quads, np.asarray(ids).ravel()[keep].astype(int)
+
+
+def _mean_side(quad: np.ndarray) -> float:
+    """Mean side of a (4, 2) quadrilateral, px."""
+    return float(np.linalg.norm(np.roll(quad, -1, axis=0) - quad, axis=1).mean())

@@ -189,6 +189,20 @@ def _templates(
     return made
 
 
+def undistortion_maps(
+    camera_matrix: np.ndarray, dist_coeffs: np.ndarray | None, size: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(map_x, map_y), each (H, W) float32: for every ideal pixel of a ``size`` = (W, H) image
+    the distorted pixel it comes from (same camera matrix); None without distortion. A window
+    of these is exactly what ``initUndistortRectifyMap`` computes for that window alone (the
+    principal point shifted), so :func:`refine_ecc` can slice them instead, frame after frame."""
+    if dist_coeffs is None or not np.any(dist_coeffs):
+        return None
+    k = np.asarray(camera_matrix, dtype=np.float64)
+    return cv2.initUndistortRectifyMap(k, np.asarray(dist_coeffs, np.float64), None, k,
+                                       (int(size[0]), int(size[1])), cv2.CV_32FC1)
+
+
 def _undistorted_roi(
     gray: np.ndarray,
     camera_matrix: np.ndarray,
@@ -197,12 +211,20 @@ def _undistorted_roi(
     y0: int,
     width: int,
     height: int,
+    maps: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Ideal-pixel window ``[x0, x0+width) x [y0, y0+height)`` resampled from the image."""
+    """Ideal-pixel window ``[x0, x0+width) x [y0, y0+height)`` resampled from the image.
+    ``maps``: the whole image's undistortion maps (:func:`undistortion_maps`), sliced when the
+    window lies inside the image instead of computing the window's own (the same values)."""
     if dist_coeffs is None or not np.any(dist_coeffs):
         shift = np.float32([[1, 0, -x0], [0, 1, -y0]])
         return cv2.warpAffine(gray, shift, (width, height), flags=cv2.INTER_LINEAR,
                               borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+    if maps is not None and x0 >= 0 and y0 >= 0 and x0 + width <= maps[0].shape[1] \
+            and y0 + height <= maps[0].shape[0]:
+        return cv2.remap(gray, maps[0][y0:y0 + height, x0:x0 + width],
+                         maps[1][y0:y0 + height, x0:x0 + width], cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
     shifted = camera_matrix.astype(np.float64).copy()
     shifted[0, 2] -= x0
     shifted[1, 2] -= y0
@@ -233,6 +255,8 @@ def refine_ecc(
     coarse_first: bool = True,
     eps: float = 1e-5,
     correlations: list | None = None,
+    ideal_corners: bool = False,
+    undistort_maps: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Refine each marker by ECC alignment of its known pattern; ideal-pixel corners (4, 2).
 
@@ -251,7 +275,9 @@ def refine_ecc(
     only for a marker it fails on (good starting corners, e.g. a tracker's: a third of the
     cost). ``eps``: ECC's convergence threshold on the correlation's increment.
     ``correlations``: a list to which each marker's final correlation is appended (None for a
-    marker that kept its detected corners).
+    marker that kept its detected corners). ``ideal_corners``: ``corners`` are already ideal
+    pixels (e.g. projected from a predicted pose), not the detector's distorted ones.
+    ``undistort_maps``: :func:`undistortion_maps` of the image, reused between calls.
     """
     criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, eps)
     out = []
@@ -260,15 +286,17 @@ def refine_ecc(
     if len(ids) == 0:
         return out
     # every marker's corners undistorted, sides and windows at once (one call, not one per marker)
-    all_ideal = undistort_corners(np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2),
-                                  camera_matrix, dist_coeffs)
+    all_ideal = np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2)
+    if not ideal_corners:
+        all_ideal = undistort_corners(all_ideal, camera_matrix, dist_coeffs)
     sides = np.linalg.norm(np.roll(all_ideal, -1, axis=1) - all_ideal, axis=2).mean(axis=1)
     pads = np.ceil(sides * (0.1 + white_margin_cells / 9)).astype(int) + 4
     lows = np.floor(all_ideal.min(axis=1)).astype(int) - pads[:, None]
     highs = np.ceil(all_ideal.max(axis=1)).astype(int) + pads[:, None]
     for ideal, side, (x0, y0), (x1, y1), marker_id in zip(
             all_ideal, sides.tolist(), lows.tolist(), highs.tolist(), ids, strict=True):
-        roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0)
+        roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0,
+                               undistort_maps)
         local = ideal - np.array([x0, y0])
         scale = 1.0
         if max_side_px is not None and side > max_side_px:
