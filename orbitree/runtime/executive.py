@@ -201,30 +201,40 @@ class Executive:
             self._setup()
             clock.start()
             gates = self._gates()
+            supervisor, tree, root = self.supervisor, self.tree, self.tree.root
+            check, hooks, write_tick, tick = supervisor.check, supervisor.hooks, ticks.write, self._tick
+            injector = self.injector
+            last_start = model.max_duration - 1e-9  # the verdict's test of time, as _verdict makes it
+            no_violations: list[dict[str, Any]] = []
             while True:
                 for gate in gates:  # a held loop's time is not mission time
                     clock.hold(gate.before_tick(clock.ticks))
-                tick_ms = self._tick(clock.now)
+                now = clock.now
+                tick_ms = tick(now)
                 tick_times.append(tick_ms)
                 for i, node in phase_nodes:
                     if node.status is running:
                         phases[i] += period
                 t0 = clock_read()
-                fresh = self.supervisor.check(self.tree)
+                fresh = check(tree) if hooks else no_violations
                 t1 = clock_read()
-                changed = ticks.write(clock.ticks, clock.now, tick_ms, clock.deadline_misses)
+                changed = write_tick(clock.ticks, now, tick_ms, clock.deadline_misses)
                 t2 = clock_read()
-                if changed:  # (the injector's after_tick looks at status changes only)
-                    self.injector.after_tick(clock.now, changed)
-                t3 = clock_read()
-                verdict = self._verdict(fresh, clock.now)
-                t4 = clock_read()
-                parts["safety"] += (t1 - t0) + (t4 - t3)
                 parts["log and views"] += t2 - t1
-                parts["faults"] += t3 - t2
-                if verdict is not None:
-                    status, reason = verdict
-                    break
+                if changed:  # (the injector's after_tick looks at status changes only)
+                    injector.after_tick(now, changed)
+                    t3 = clock_read()
+                    parts["faults"] += t3 - t2
+                    t2 = t3
+                if fresh or supervisor.recovering is not None or root.status is not running \
+                        or now + period > last_start:
+                    verdict = self._verdict(fresh, now)
+                    parts["safety"] += (t1 - t0) + (clock_read() - t2)
+                    if verdict is not None:
+                        status, reason = verdict
+                        break
+                else:  # the usual tick: no violation, no recovery, the tree running, time left
+                    parts["safety"] += t1 - t0
                 for driver in self.drivers:
                     t0 = clock_read()
                     driver.after_tick(period)
@@ -292,14 +302,15 @@ class Executive:
         t0 = clock_read()
         ticklog = self._ticklog
         if self.supervisor.recovering is None:
-            # the root directly: py_trees' BehaviourTree.tick would walk the tree for visitors
-            self._timer.tick(self.tree.root, ticklog.touched if ticklog is not None else None)
+            # the root directly: py_trees' BehaviourTree.tick would walk the tree for visitors;
+            # the timer starts from t0 and returns its last reading, the end of the tick
+            ticked = self._timer.tick(self.tree.root, ticklog.touched if ticklog is not None else None, t0)
         else:
             assert self.recovery is not None
             self.recovery.root.tick_once()
             if ticklog is not None:  # nodes the timer does not see ticked
                 ticklog.rescan()
-        ticked = clock_read()
+            ticked = clock_read()
         parts = self._parts
         parts["faults"] += read - started
         parts["drivers read"] += t0 - read

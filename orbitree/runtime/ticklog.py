@@ -58,6 +58,7 @@ class TickLog:
             _note_stops(node, i, self.touched)
         # '"3":"RUNNING"' per node and status: the status field's JSON, made once
         self._status_text = [{s.name: f'"{i}":"{s.name}"' for s in py_trees.common.Status} for i in self._ids]
+        self._id_text = [f'"{i}":' for i in self._ids]  # '"3":', a feedback entry's key
         self._last_status = [b.status for b in self.behaviours]
         self._last_feedback = ["" for _ in self.behaviours]
         self._record_keys: dict[str, bool] = {}
@@ -106,8 +107,9 @@ class TickLog:
             text = self._status_text
             record += ',"status":{' + ",".join([text[i][name] for i, name in changed.items()]) + "}"
         if fb:
+            key = self._id_text
             try:
-                record += ',"feedback":{' + ",".join([f'"{i}":{_string(f)}' for i, f in fb.items()]) + "}"
+                record += ',"feedback":{' + ",".join([key[i] + _string(f) for i, f in fb.items()]) + "}"
             except TypeError:  # a message that is not a string (read_log refuses it, as before)
                 record += ',"feedback":' + dumps(fb)
         if commands:
@@ -148,6 +150,9 @@ class TickLog:
         touched = self.touched
         if not touched:
             return _NO_CHANGE, _NO_CHANGE
+        # in node order, as a comparison of every node lists them: one sort of the ids in C
+        # rather than one of each dict found
+        touched.sort()
         behaviours, statuses, messages = self.behaviours, self._last_status, self._last_feedback
         changed: dict[int, str] = {}
         fb: dict[int, str] = {}
@@ -162,11 +167,6 @@ class TickLog:
                 messages[i] = message
                 fb[i] = message
         touched.clear()
-        # in node order, as a comparison of every node lists them
-        if len(changed) > 1:
-            changed = dict(sorted(changed.items()))
-        if len(fb) > 1:
-            fb = dict(sorted(fb.items()))
         return changed, fb
 
     def _publish(self, n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene) -> None:

@@ -22,6 +22,12 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
     def __init__(self, behaviours: list[py_trees.behaviour.Behaviour]) -> None:
         super().__init__(full=False)
         self.index = {id(b): i for i, b in enumerate(behaviours)}
+        # the same keyed by the nodes themselves (py_trees' behaviours hash by identity): the
+        # tick's lookup then needs no id() call; a node class with a hash of its own is left out
+        # of this one, and looked up by id
+        self._nodes = {b: i for i, b in enumerate(behaviours) if type(b).__hash__ is object.__hash__}
+        if len(self._nodes) < len(behaviours):
+            self._nodes = _ById(self.index)
         self._total = [0.0] * len(behaviours)
         self._count = [0] * len(behaviours)
         self._worst = [0.0] * len(behaviours)
@@ -54,16 +60,20 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
                 self._worst[i] = spent
         self._last = now
 
-    def tick(self, root: py_trees.behaviour.Behaviour, ticked: list[int] | None = None) -> None:
+    def tick(self, root: py_trees.behaviour.Behaviour, ticked: list[int] | None = None,
+             start: float | None = None) -> float:
         """Tick ``root`` once, timing every node it ticks (``initialise`` + ``run`` inlined);
-        the ids of the nodes ticked are appended to ``ticked`` when given."""
-        index, total, count, worst = self.index, self._total, self._count, self._worst
+        the ids of the nodes ticked are appended to ``ticked`` when given. One clock reading
+        (``time.perf_counter``) per node boundary, shared by the node before and the node after:
+        ``start``, when given, is the caller's reading just before the tick, and the last reading
+        (the end of the tick) is returned."""
+        nodes, total, count, worst = self._nodes, self._total, self._count, self._worst
         note = ticked.append if ticked is not None else _ignore
         clock = time.perf_counter
-        last = clock()
+        last = clock() if start is None else start
         for node in root.tick():
             now = clock()
-            i = index.get(id(node))
+            i = nodes.get(node)
             if i is not None:
                 spent = now - last
                 total[i] += spent
@@ -73,6 +83,7 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
                 note(i)
             last = now
         self._last = last
+        return last
 
     def report_us(self) -> dict[int, dict[str, float]]:
         """Node id -> mean and max self time (µs) over the ticks in which it was ticked."""
@@ -89,3 +100,13 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
 
 def _ignore(i: int) -> None:
     pass
+
+
+class _ById:
+    """``get(node)`` by ``id(node)``: the timer's lookup for trees holding nodes hashed by value."""
+
+    def __init__(self, index: dict[int, int]) -> None:
+        self.index = index
+
+    def get(self, node: py_trees.behaviour.Behaviour) -> int | None:
+        return self.index.get(id(node))
