@@ -304,7 +304,10 @@ class Executive:
         if self.supervisor.recovering is None:
             # the root directly: py_trees' BehaviourTree.tick would walk the tree for visitors;
             # the timer starts from t0 and returns its last reading, the end of the tick
-            ticked = self._timer.tick(self.tree.root, ticklog.touched if ticklog is not None else None, t0)
+            if ticklog is not None:
+                ticked = self._timer.tick(self.tree.root, ticklog.touched, t0, ticklog.seen)
+            else:
+                ticked = self._timer.tick(self.tree.root, None, t0)
         else:
             assert self.recovery is not None
             self.recovery.root.tick_once()

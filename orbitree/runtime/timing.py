@@ -13,6 +13,7 @@ step as a py_trees visitor, for a ``BehaviourTree`` that visits.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import py_trees
@@ -61,27 +62,47 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
         self._last = now
 
     def tick(self, root: py_trees.behaviour.Behaviour, ticked: list[int] | None = None,
-             start: float | None = None) -> float:
-        """Tick ``root`` once, timing every node it ticks (``initialise`` + ``run`` inlined);
-        the ids of the nodes ticked are appended to ``ticked`` when given. One clock reading
-        (``time.perf_counter``) per node boundary, shared by the node before and the node after:
-        ``start``, when given, is the caller's reading just before the tick, and the last reading
-        (the end of the tick) is returned."""
+             start: float | None = None, seen: tuple[list[Any], list[str]] | None = None) -> float:
+        """Tick ``root`` once, timing every node it ticks (``initialise`` + ``run`` inlined).
+
+        One clock reading (``time.perf_counter``) per node boundary, shared by the node before and
+        the node after: ``start``, when given, is the caller's reading just before the tick, and
+        the last reading (the end of the tick) is returned. The ids of the nodes ticked are
+        appended to ``ticked`` when given; with ``seen`` (each node's status and feedback as the
+        tick log last logged them, by id) only those of the nodes that differ from it when
+        py_trees yields them (their part of the tick done).
+        """
         nodes, total, count, worst = self._nodes, self._total, self._count, self._worst
-        note = ticked.append if ticked is not None else _ignore
         clock = time.perf_counter
         last = clock() if start is None else start
-        for node in root.tick():
-            now = clock()
-            i = nodes.get(node)
-            if i is not None:
-                spent = now - last
-                total[i] += spent
-                count[i] += 1
-                if spent > worst[i]:
-                    worst[i] = spent
-                note(i)
-            last = now
+        if ticked is None or seen is None:
+            note = ticked.append if ticked is not None else _ignore
+            for node in root.tick():
+                now = clock()
+                i = nodes.get(node)
+                if i is not None:
+                    spent = now - last
+                    total[i] += spent
+                    count[i] += 1
+                    if spent > worst[i]:
+                        worst[i] = spent
+                    note(i)
+                last = now
+        else:
+            note = ticked.append
+            statuses, messages = seen
+            for node in root.tick():
+                now = clock()
+                i = nodes.get(node)
+                if i is not None:
+                    spent = now - last
+                    total[i] += spent
+                    count[i] += 1
+                    if spent > worst[i]:
+                        worst[i] = spent
+                    if node.status is not statuses[i] or node.feedback_message != messages[i]:
+                        note(i)
+                last = now
         self._last = last
         return last
 
