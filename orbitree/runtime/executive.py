@@ -383,7 +383,7 @@ class Executive:
             self._writer.set(key, value, overwrite=True)
         ctx = self.ctx
         ctx.stamps[key] = ctx.now  # ctx.touched(key), inlined
-        ctx.dirty.add(key)
+        ctx.dirty[key] = None
 
     def _halt(self) -> bool:
         """Halt the tree (running leaves' ``terminate`` stop their motions), then the drivers."""

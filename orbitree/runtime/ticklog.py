@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress
 from json.encoder import encode_basestring_ascii as _string  # json.dumps's, in C
 from operator import is_not, ne
@@ -215,7 +215,7 @@ _NO_CHANGE: dict[int, str] = {}  # returned, never filled
 _NOTHING: tuple[()] = ()
 
 
-def _values(dirty: set[str], cache: dict[str, bool], patterns: list[str]) -> dict[str, Any]:
+def _values(dirty: Iterable[str], cache: dict[str, bool], patterns: list[str]) -> dict[str, Any]:
     """The values of the written keys that match ``patterns`` (matches cached per key)."""
     out = {}
     storage = py_trees.blackboard.Blackboard.storage  # read only: the log sees what leaves see
