@@ -202,15 +202,34 @@ class Executive:
             clock.start()
             gates = self._gates()
             supervisor, tree, root = self.supervisor, self.tree, self.tree.root
-            check, hooks, write_tick, tick = supervisor.check, supervisor.hooks, ticks.write, self._tick
-            injector = self.injector
+            ctx, drivers = self.ctx, self.drivers
+            check, hooks, write_tick = supervisor.check, supervisor.hooks, ticks.write
+            injector, timer_tick, touched, seen = self.injector, self._timer.tick, ticks.touched, ticks.seen
             last_start = model.max_duration - 1e-9  # the verdict's test of time, as _verdict makes it
             no_violations: list[dict[str, Any]] = []
             while True:
                 for gate in gates:  # a held loop's time is not mission time
                     clock.hold(gate.before_tick(clock.ticks))
                 now = clock.now
-                tick_ms = tick(now)
+                # faults, driver readings, one tick of the tree (or of the recovery): _tick, inlined
+                ctx.now = now
+                started_at = clock_read()
+                injector.before_tick(now)
+                if injector.revision != self._fault_revision:  # a fault started or ended
+                    self._list_faults()
+                read = clock_read()
+                if drivers:
+                    self._read_drivers(now)
+                t0 = clock_read()
+                if supervisor.recovering is None:
+                    # the timer starts from t0 and returns its last reading, the end of the tick
+                    ticked = timer_tick(root, touched, t0, seen)
+                else:
+                    ticked = self._tick_recovery()
+                parts["faults"] += read - started_at
+                parts["drivers read"] += t0 - read
+                parts["tree tick"] += ticked - t0
+                tick_ms = (ticked - t0) * 1e3
                 tick_times.append(tick_ms)
                 for i, node in phase_nodes:
                     if node.status is running:
@@ -283,42 +302,23 @@ class Executive:
         for key, value in self.mission.model.blackboard.items():
             self._write(key, value)
 
-    def _tick(self, now: float) -> float:
-        """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms."""
-        self.ctx.now = now
-        clock_read = time.perf_counter
-        started = clock_read()
+    def _list_faults(self) -> None:
+        """The injector's revision moved (a fault started or ended): /faults/active anew if the
+        active faults changed."""
         injector = self.injector
-        injector.before_tick(now)
-        if injector.revision != self._fault_revision:  # a fault started or ended
-            self._fault_revision = injector.revision
-            active = injector.active
-            if [f["id"] for f in active] != self._active_faults:
-                self._active_faults = [f["id"] for f in active]
-                self._write(FAULTS_ACTIVE, [dict(f) for f in active])
-        read = clock_read()
-        if self.drivers:
-            self._read_drivers(now)
-        t0 = clock_read()
-        ticklog = self._ticklog
-        if self.supervisor.recovering is None:
-            # the root directly: py_trees' BehaviourTree.tick would walk the tree for visitors;
-            # the timer starts from t0 and returns its last reading, the end of the tick
-            if ticklog is not None:
-                ticked = self._timer.tick(self.tree.root, ticklog.touched, t0, ticklog.seen)
-            else:
-                ticked = self._timer.tick(self.tree.root, None, t0)
-        else:
-            assert self.recovery is not None
-            self.recovery.root.tick_once()
-            if ticklog is not None:  # nodes the timer does not see ticked
-                ticklog.rescan()
-            ticked = clock_read()
-        parts = self._parts
-        parts["faults"] += read - started
-        parts["drivers read"] += t0 - read
-        parts["tree tick"] += ticked - t0
-        return (ticked - t0) * 1e3
+        self._fault_revision = injector.revision
+        active = injector.active
+        if [f["id"] for f in active] != self._active_faults:
+            self._active_faults = [f["id"] for f in active]
+            self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+
+    def _tick_recovery(self) -> float:
+        """One tick of the recovery tree; the clock's reading at its end."""
+        assert self.recovery is not None
+        self.recovery.root.tick_once()
+        if self._ticklog is not None:  # nodes the timer does not see ticked
+            self._ticklog.rescan()
+        return time.perf_counter()
 
     def _read_drivers(self, now: float) -> None:
         clock_read = time.perf_counter
