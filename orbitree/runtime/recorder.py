@@ -19,6 +19,8 @@ The header and the footer are flushed when written, tick records at least every
 ``FLUSH_INTERVAL_S`` of wall time (a write to the operating system per tick would cost more than
 the rest of the record), so a run cut off by a crash or ``kill -9`` leaves a log that parses up
 to its last complete line, at most that long before the cut; ``read_log`` does exactly that.
+The tick log queues its records and has them formatted at each flush (``Recorder.attach``), so
+the formatting too runs once per flush rather than in every tick.
 """
 
 from __future__ import annotations
