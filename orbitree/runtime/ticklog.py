@@ -34,9 +34,10 @@ class TickLog:
     timer does not see: the recovery) and on the final record. The record is formatted around
     the JSON of the fields that changed, and the views' snapshots share the lists and the
     blackboard dict of the tick before when nothing in them changed (views read snapshots, they
-    never modify them). Without a log file nothing is formatted; with one, the numbers, statuses
-    and messages of a record are formatted when the recorder drains (the JSON of the fields that
-    hold objects is made in the tick), all the records waiting in one go.
+    never modify them). Without a log file nothing is formatted (nor the scene sampled, without
+    views either); with one, the numbers, statuses and messages of a record are formatted when
+    the recorder drains (the JSON of the fields that hold objects is made in the tick), all the
+    records waiting in one go.
     """
 
     def __init__(
@@ -77,6 +78,7 @@ class TickLog:
         # JSON, status changes, feedback changes, the JSON of the fields after them)
         self._queue: list[tuple[int, float, float, str, dict[int, str], dict[int, str], str]] = []
         self._logging = recorder.path is not None
+        self._sample_scene = scene is not None and (self._logging or bool(self.views))  # anyone to show it?
         recorder.attach(self._format_queue)
 
     def rescan(self) -> None:
@@ -96,7 +98,7 @@ class TickLog:
             dirty, commands, events = ctx.take_tick_records()
         else:
             dirty, commands, events = _NO_KEYS, _NOTHING, _NOTHING
-        scene = self.scene.sample(t, force=final) if self.scene is not None else None
+        scene = self.scene.sample(t, force=final) if self._sample_scene else None
         if self._logging:
             # bb, cmd, events and scene hold objects a leaf may change later: their JSON now; the
             # rest of the record (numbers, statuses, messages: immutable) is formatted when the
