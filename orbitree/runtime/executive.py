@@ -302,6 +302,34 @@ class Executive:
         for key, value in self.mission.model.blackboard.items():
             self._write(key, value)
 
+    def _tick(self, now: float) -> float:
+        """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms.
+        ``run`` does the same inline; this is one step of it for harnesses that drive the loop
+        themselves (tests/behaviours/grapple_world.py)."""
+        self.ctx.now = now
+        clock_read = time.perf_counter
+        started = clock_read()
+        self.injector.before_tick(now)
+        if self.injector.revision != self._fault_revision:  # a fault started or ended
+            self._list_faults()
+        read = clock_read()
+        if self.drivers:
+            self._read_drivers(now)
+        t0 = clock_read()
+        ticklog = self._ticklog
+        if self.supervisor.recovering is None:
+            if ticklog is not None:
+                ticked = self._timer.tick(self.tree.root, ticklog.touched, t0, ticklog.seen)
+            else:
+                ticked = self._timer.tick(self.tree.root, None, t0)
+        else:
+            ticked = self._tick_recovery()
+        parts = self._parts
+        parts["faults"] += read - started
+        parts["drivers read"] += t0 - read
+        parts["tree tick"] += ticked - t0
+        return (ticked - t0) * 1e3
+
     def _list_faults(self) -> None:
         """The injector's revision moved (a fault started or ended): /faults/active anew if the
         active faults changed."""
