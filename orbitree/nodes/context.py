@@ -20,7 +20,9 @@ class Context:
     period: float = 0.008  # s, the tick period
     seed: int = 0
     stamps: dict[str, float] = field(default_factory=dict)
-    dirty: set[str] = field(default_factory=set)
+    # keys written this tick, in the order first written (a dict: its order, unlike a set's, does not
+    # depend on the interpreter's string hashing, so the log's bb fields are the same in every process)
+    dirty: dict[str, None] = field(default_factory=dict)
     commands: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     drivers: dict[str, Any] = field(default_factory=dict)
@@ -36,7 +38,7 @@ class Context:
     def touched(self, key: str) -> None:
         """Note that ``key`` was written now."""
         self.stamps[key] = self.now
-        self.dirty.add(key)
+        self.dirty[key] = None
 
     def age(self, key: str) -> float | None:
         """Seconds since ``key`` was last written, or None if it never was."""
@@ -51,8 +53,8 @@ class Context:
         """Record something worth a line in the log (a log leaf, a fault, a violation)."""
         self.events.append({"kind": kind, "t": self.now, **data})
 
-    def take_tick_records(self) -> tuple[set[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    def take_tick_records(self) -> tuple[dict[str, None], list[dict[str, Any]], list[dict[str, Any]]]:
         """Hand over and reset what the current tick wrote, commanded and reported."""
         dirty, commands, events = self.dirty, self.commands, self.events
-        self.dirty, self.commands, self.events = set(), [], []
+        self.dirty, self.commands, self.events = {}, [], []
         return dirty, commands, events

@@ -201,30 +201,59 @@ class Executive:
             self._setup()
             clock.start()
             gates = self._gates()
+            supervisor, tree, root = self.supervisor, self.tree, self.tree.root
+            ctx, drivers = self.ctx, self.drivers
+            check, hooks, write_tick = supervisor.check, supervisor.hooks, ticks.write
+            injector, timer_tick, touched, seen = self.injector, self._timer.tick, ticks.touched, ticks.seen
+            last_start = model.max_duration - 1e-9  # the verdict's test of time, as _verdict makes it
+            no_violations: list[dict[str, Any]] = []
             while True:
                 for gate in gates:  # a held loop's time is not mission time
                     clock.hold(gate.before_tick(clock.ticks))
-                tick_ms = self._tick(clock.now)
+                now = clock.now
+                # faults, driver readings, one tick of the tree (or of the recovery): _tick, inlined
+                ctx.now = now
+                started_at = clock_read()
+                injector.before_tick(now)
+                if injector.revision != self._fault_revision:  # a fault started or ended
+                    self._list_faults()
+                read = clock_read()
+                if drivers:
+                    self._read_drivers(now)
+                t0 = clock_read()
+                if supervisor.recovering is None:
+                    # the timer starts from t0 and returns its last reading, the end of the tick
+                    ticked = timer_tick(root, touched, t0, seen)
+                else:
+                    ticked = self._tick_recovery()
+                parts["faults"] += read - started_at
+                parts["drivers read"] += t0 - read
+                parts["tree tick"] += ticked - t0
+                tick_ms = (ticked - t0) * 1e3
                 tick_times.append(tick_ms)
                 for i, node in phase_nodes:
                     if node.status is running:
                         phases[i] += period
                 t0 = clock_read()
-                fresh = self.supervisor.check(self.tree)
+                fresh = check(tree) if hooks else no_violations
                 t1 = clock_read()
-                changed = ticks.write(clock.ticks, clock.now, tick_ms, clock.deadline_misses)
+                changed = write_tick(clock.ticks, now, tick_ms, clock.deadline_misses)
                 t2 = clock_read()
-                if changed:  # (the injector's after_tick looks at status changes only)
-                    self.injector.after_tick(clock.now, changed)
-                t3 = clock_read()
-                verdict = self._verdict(fresh, clock.now)
-                t4 = clock_read()
-                parts["safety"] += (t1 - t0) + (t4 - t3)
                 parts["log and views"] += t2 - t1
-                parts["faults"] += t3 - t2
-                if verdict is not None:
-                    status, reason = verdict
-                    break
+                if changed:  # (the injector's after_tick looks at status changes only)
+                    injector.after_tick(now, changed)
+                    t3 = clock_read()
+                    parts["faults"] += t3 - t2
+                    t2 = t3
+                if fresh or supervisor.recovering is not None or root.status is not running \
+                        or now + period > last_start:
+                    verdict = self._verdict(fresh, now)
+                    parts["safety"] += (t1 - t0) + (clock_read() - t2)
+                    if verdict is not None:
+                        status, reason = verdict
+                        break
+                else:  # the usual tick: no violation, no recovery, the tree running, time left
+                    parts["safety"] += t1 - t0
                 for driver in self.drivers:
                     t0 = clock_read()
                     driver.after_tick(period)
@@ -274,37 +303,50 @@ class Executive:
             self._write(key, value)
 
     def _tick(self, now: float) -> float:
-        """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms."""
+        """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms.
+        ``run`` does the same inline; this is one step of it for harnesses that drive the loop
+        themselves (tests/behaviours/grapple_world.py)."""
         self.ctx.now = now
         clock_read = time.perf_counter
         started = clock_read()
-        injector = self.injector
-        injector.before_tick(now)
-        if injector.revision != self._fault_revision:  # a fault started or ended
-            self._fault_revision = injector.revision
-            active = injector.active
-            if [f["id"] for f in active] != self._active_faults:
-                self._active_faults = [f["id"] for f in active]
-                self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+        self.injector.before_tick(now)
+        if self.injector.revision != self._fault_revision:  # a fault started or ended
+            self._list_faults()
         read = clock_read()
         if self.drivers:
             self._read_drivers(now)
         t0 = clock_read()
         ticklog = self._ticklog
         if self.supervisor.recovering is None:
-            # the root directly: py_trees' BehaviourTree.tick would walk the tree for visitors
-            self._timer.tick(self.tree.root, ticklog.touched if ticklog is not None else None)
+            if ticklog is not None:
+                ticked = self._timer.tick(self.tree.root, ticklog.touched, t0, ticklog.seen)
+            else:
+                ticked = self._timer.tick(self.tree.root, None, t0)
         else:
-            assert self.recovery is not None
-            self.recovery.root.tick_once()
-            if ticklog is not None:  # nodes the timer does not see ticked
-                ticklog.rescan()
-        ticked = clock_read()
+            ticked = self._tick_recovery()
         parts = self._parts
         parts["faults"] += read - started
         parts["drivers read"] += t0 - read
         parts["tree tick"] += ticked - t0
         return (ticked - t0) * 1e3
+
+    def _list_faults(self) -> None:
+        """The injector's revision moved (a fault started or ended): /faults/active anew if the
+        active faults changed."""
+        injector = self.injector
+        self._fault_revision = injector.revision
+        active = injector.active
+        if [f["id"] for f in active] != self._active_faults:
+            self._active_faults = [f["id"] for f in active]
+            self._write(FAULTS_ACTIVE, [dict(f) for f in active])
+
+    def _tick_recovery(self) -> float:
+        """One tick of the recovery tree; the clock's reading at its end."""
+        assert self.recovery is not None
+        self.recovery.root.tick_once()
+        if self._ticklog is not None:  # nodes the timer does not see ticked
+            self._ticklog.rescan()
+        return time.perf_counter()
 
     def _read_drivers(self, now: float) -> None:
         clock_read = time.perf_counter
@@ -369,7 +411,7 @@ class Executive:
             self._writer.set(key, value, overwrite=True)
         ctx = self.ctx
         ctx.stamps[key] = ctx.now  # ctx.touched(key), inlined
-        ctx.dirty.add(key)
+        ctx.dirty[key] = None
 
     def _halt(self) -> bool:
         """Halt the tree (running leaves' ``terminate`` stop their motions), then the drivers."""

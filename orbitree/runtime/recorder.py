@@ -19,6 +19,8 @@ The header and the footer are flushed when written, tick records at least every
 ``FLUSH_INTERVAL_S`` of wall time (a write to the operating system per tick would cost more than
 the rest of the record), so a run cut off by a crash or ``kill -9`` leaves a log that parses up
 to its last complete line, at most that long before the cut; ``read_log`` does exactly that.
+The tick log queues its records and has them formatted at each flush (``Recorder.attach``), so
+the formatting too runs once per flush rather than in every tick.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import enum
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -96,7 +99,13 @@ class Recorder:
         self._file: TextIO | None = None
         self._lines: list[str] = []  # tick lines not yet handed to the file
         self._flushed = 0.0  # time.monotonic() of the last flush
+        self._queued: Callable[[], list[str]] | None = None  # the tick records queued elsewhere
 
+    def attach(self, queued: Callable[[], list[str]]) -> None:
+        """Tick records are queued elsewhere (the tick log): ``queued()`` formats the records
+        waiting and empties the queue; the recorder calls it when it drains, before anything it
+        writes after them (the footer)."""
+        self._queued = queued
 
     def open(self) -> None:
         if self.path is not None:
@@ -123,8 +132,20 @@ class Recorder:
             self._file.flush()
             self._flushed = now
 
+    def queued(self) -> None:
+        """A tick record was queued (``attach``): flushed within ``FLUSH_INTERVAL_S``."""
+        if self._file is None:
+            return
+        now = time.monotonic()
+        if now - self._flushed >= FLUSH_INTERVAL_S:
+            self._drain()
+            self._file.flush()
+            self._flushed = now
+
     def _drain(self) -> None:
         """Hand the waiting tick lines to the file, in one write."""
+        if self._queued is not None:
+            self._lines += self._queued()
         if self._lines and self._file is not None:
             self._lines.append("")
             self._file.write("\n".join(self._lines))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress
 from json.encoder import encode_basestring_ascii as _string  # json.dumps's, in C
 from operator import is_not, ne
@@ -27,12 +27,17 @@ class TickLog:
     The per-tick cost is kept to what changed. A node's status and feedback change only while
     it ticks or is stopped (py_trees sets them in ``tick`` and ``stop``, leaves in ``update``,
     ``initialise`` and ``terminate``), so only those nodes are looked at: the executive's timer
-    notes the nodes it ticks in ``touched``, and every node's ``stop`` notes itself there too.
+    notes in ``touched`` the nodes it ticks whose status or feedback then differ from the logged
+    ones (``seen``; a node ticked is done with its tick when py_trees yields it, and only a stop
+    changes it after that), and every node's ``stop`` notes itself there too.
     The whole tree is compared on the first record, after ``rescan()`` (a tick of a tree the
     timer does not see: the recovery) and on the final record. The record is formatted around
     the JSON of the fields that changed, and the views' snapshots share the lists and the
     blackboard dict of the tick before when nothing in them changed (views read snapshots, they
-    never modify them).
+    never modify them). Without a log file nothing is formatted (nor the scene sampled, without
+    views either); with one, the numbers, statuses and messages of a record are formatted when
+    the recorder drains (the JSON of the fields that hold objects is made in the tick), all the
+    records waiting in one go.
     """
 
     def __init__(
@@ -58,13 +63,23 @@ class TickLog:
             _note_stops(node, i, self.touched)
         # '"3":"RUNNING"' per node and status: the status field's JSON, made once
         self._status_text = [{s.name: f'"{i}":"{s.name}"' for s in py_trees.common.Status} for i in self._ids]
+        self._id_text = [f'"{i}":' for i in self._ids]  # '"3":', a feedback entry's key
         self._last_status = [b.status for b in self.behaviours]
         self._last_feedback = ["" for _ in self.behaviours]
+        # each node's status and feedback as last logged (by node id, changed in place only): the
+        # timer notes in ``touched`` only the nodes ticked that differ from these when ticked
+        self.seen = (self._last_status, self._last_feedback)
         self._record_keys: dict[str, bool] = {}
         self._view_keys: dict[str, bool] = {}
         self._view_values: dict[str, Any] = {}
         self._view_statuses = [b.status.name for b in self.behaviours]
         self._view_feedback = list(self._last_feedback)
+        # tick records waiting for the recorder's next drain: (n, t, tick_ms, the bb field's
+        # JSON, status changes, feedback changes, the JSON of the fields after them)
+        self._queue: list[tuple[int, float, float, str, dict[int, str], dict[int, str], str]] = []
+        self._logging = recorder.path is not None
+        self._sample_scene = scene is not None and (self._logging or bool(self.views))  # anyone to show it?
+        recorder.attach(self._format_queue)
 
     def rescan(self) -> None:
         """Compare every node's status and feedback on the next record."""
@@ -83,45 +98,58 @@ class TickLog:
             dirty, commands, events = ctx.take_tick_records()
         else:
             dirty, commands, events = _NO_KEYS, _NOTHING, _NOTHING
-        scene = self.scene.sample(t, force=final) if self.scene is not None else None
-        # the record exactly as ``dumps`` would write it (same fields, same order, same text),
-        # formatted here for what every tick has (numbers, statuses, feedback)
-        # t and tick_ms as decimal_text writes them, inlined for the usual range (a call costs
-        # as much as the formatting)
-        if 1e-4 <= t < 1e9 and 1e-4 <= tick_ms < 1e9:
-            t_text = f"{t:.6f}".rstrip("0")
-            ms_text = f"{tick_ms:.4f}".rstrip("0")
-            if t_text[-1] == ".":
-                t_text += "0"
-            if ms_text[-1] == ".":
-                ms_text += "0"
-        else:
-            t_text, ms_text = decimal_text(t, 6), decimal_text(tick_ms, 4)
-        record = f'{{"type":"tick","n":{n:d},"t":{t_text},"tick_ms":{ms_text}'
-        if dirty:
-            bb = _values(dirty, self._record_keys, self._record_patterns)
-            if bb:
-                record += ',"bb":' + dumps(bb)
-        if changed:
-            text = self._status_text
-            record += ',"status":{' + ",".join([text[i][name] for i, name in changed.items()]) + "}"
-        if fb:
-            try:
-                record += ',"feedback":{' + ",".join([f'"{i}":{_string(f)}' for i, f in fb.items()]) + "}"
-            except TypeError:  # a message that is not a string (read_log refuses it, as before)
-                record += ',"feedback":' + dumps(fb)
-        if commands:
-            record += ',"cmd":' + dumps(commands)
-        if events:
-            record += ',"events":' + dumps(events)
-        if scene:
-            record += ',"scene":' + dumps(scene)
-        self.recorder.write_line(record + "}")
+        scene = self.scene.sample(t, force=final) if self._sample_scene else None
+        if self._logging:
+            # bb, cmd, events and scene hold objects a leaf may change later: their JSON now; the
+            # rest of the record (numbers, statuses, messages: immutable) is formatted when the
+            # recorder drains the queue (``_format_queue``), all the queued records in one go
+            bb_text = tail = ""
+            if dirty:
+                bb = _values(dirty, self._record_keys, self._record_patterns)
+                if bb:
+                    bb_text = ',"bb":' + dumps(bb)
+            if commands:
+                tail = ',"cmd":' + dumps(commands)
+            if events:
+                tail += ',"events":' + dumps(events)
+            if scene:
+                tail += ',"scene":' + dumps(scene)
+            self._queue.append((n, t, tick_ms, bb_text, changed, fb, tail))
+            self.recorder.queued()
         if self.views:
             if fb:  # a new list only when a message changed
                 self._view_feedback = list(self._last_feedback)
             self._publish(n, t, tick_ms, deadline_misses, dirty, changed, self._view_feedback, events or [], scene)
         return changed
+
+    def _format_queue(self) -> list[str]:
+        """The queued tick records as JSON lines, exactly as ``dumps`` would write them (same
+        fields, same order, same text); the queue is emptied."""
+        queue, self._queue = self._queue, []
+        text, key = self._status_text, self._id_text
+        lines = []
+        for n, t, tick_ms, bb_text, changed, fb, tail in queue:
+            # t and tick_ms as decimal_text writes them, inlined for the usual range (a call
+            # costs as much as the formatting)
+            if 1e-4 <= t < 1e9 and 1e-4 <= tick_ms < 1e9:
+                t_text = f"{t:.6f}".rstrip("0")
+                ms_text = f"{tick_ms:.4f}".rstrip("0")
+                if t_text[-1] == ".":
+                    t_text += "0"
+                if ms_text[-1] == ".":
+                    ms_text += "0"
+            else:
+                t_text, ms_text = decimal_text(t, 6), decimal_text(tick_ms, 4)
+            record = f'{{"type":"tick","n":{n:d},"t":{t_text},"tick_ms":{ms_text}{bb_text}'
+            if changed:
+                record += ',"status":{' + ",".join([text[i][name] for i, name in changed.items()]) + "}"
+            if fb:
+                try:
+                    record += ',"feedback":{' + ",".join([key[i] + _string(f) for i, f in fb.items()]) + "}"
+                except TypeError:  # a message that is not a string (read_log refuses it, as before)
+                    record += ',"feedback":' + dumps(fb)
+            lines.append(record + tail + "}")
+        return lines
 
     def _scan(self) -> tuple[dict[int, str], dict[int, str]]:
         """The statuses and messages that changed, of every node."""
@@ -134,12 +162,12 @@ class TickLog:
         if statuses != last:  # identical members compare by identity: no enum code runs
             # the indices of the nodes whose status changed, found in C (compress, map)
             changed = {i: statuses[i]._name_ for i in compress(self._ids, map(is_not, statuses, last))}
-            self._last_status = statuses
+            last[:] = statuses  # in place: the timer holds these lists (``seen``)
         feedback = list(map(_FEEDBACK, behaviours))
         fb: dict[int, str] = {}
         if feedback != self._last_feedback:
             fb = {i: feedback[i] for i in compress(self._ids, map(ne, feedback, self._last_feedback))}
-            self._last_feedback = feedback
+            self._last_feedback[:] = feedback
         return changed, fb
 
     def _changes(self) -> tuple[dict[int, str], dict[int, str]]:
@@ -148,6 +176,9 @@ class TickLog:
         touched = self.touched
         if not touched:
             return _NO_CHANGE, _NO_CHANGE
+        # in node order, as a comparison of every node lists them: one sort of the ids in C
+        # rather than one of each dict found
+        touched.sort()
         behaviours, statuses, messages = self.behaviours, self._last_status, self._last_feedback
         changed: dict[int, str] = {}
         fb: dict[int, str] = {}
@@ -162,11 +193,6 @@ class TickLog:
                 messages[i] = message
                 fb[i] = message
         touched.clear()
-        # in node order, as a comparison of every node lists them
-        if len(changed) > 1:
-            changed = dict(sorted(changed.items()))
-        if len(fb) > 1:
-            fb = dict(sorted(fb.items()))
         return changed, fb
 
     def _publish(self, n, t, tick_ms, deadline_misses, dirty, changed, feedback, events, scene) -> None:
@@ -191,7 +217,7 @@ _NO_CHANGE: dict[int, str] = {}  # returned, never filled
 _NOTHING: tuple[()] = ()
 
 
-def _values(dirty: set[str], cache: dict[str, bool], patterns: list[str]) -> dict[str, Any]:
+def _values(dirty: Iterable[str], cache: dict[str, bool], patterns: list[str]) -> dict[str, Any]:
     """The values of the written keys that match ``patterns`` (matches cached per key)."""
     out = {}
     storage = py_trees.blackboard.Blackboard.storage  # read only: the log sees what leaves see

@@ -13,6 +13,7 @@ step as a py_trees visitor, for a ``BehaviourTree`` that visits.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import py_trees
@@ -22,6 +23,12 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
     def __init__(self, behaviours: list[py_trees.behaviour.Behaviour]) -> None:
         super().__init__(full=False)
         self.index = {id(b): i for i, b in enumerate(behaviours)}
+        # the same keyed by the nodes themselves (py_trees' behaviours hash by identity): the
+        # tick's lookup then needs no id() call; a node class with a hash of its own is left out
+        # of this one, and looked up by id
+        self._nodes = {b: i for i, b in enumerate(behaviours) if type(b).__hash__ is object.__hash__}
+        if len(self._nodes) < len(behaviours):
+            self._nodes = _ById(self.index)
         self._total = [0.0] * len(behaviours)
         self._count = [0] * len(behaviours)
         self._worst = [0.0] * len(behaviours)
@@ -54,25 +61,50 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
                 self._worst[i] = spent
         self._last = now
 
-    def tick(self, root: py_trees.behaviour.Behaviour, ticked: list[int] | None = None) -> None:
-        """Tick ``root`` once, timing every node it ticks (``initialise`` + ``run`` inlined);
-        the ids of the nodes ticked are appended to ``ticked`` when given."""
-        index, total, count, worst = self.index, self._total, self._count, self._worst
-        note = ticked.append if ticked is not None else _ignore
+    def tick(self, root: py_trees.behaviour.Behaviour, ticked: list[int] | None = None,
+             start: float | None = None, seen: tuple[list[Any], list[str]] | None = None) -> float:
+        """Tick ``root`` once, timing every node it ticks (``initialise`` + ``run`` inlined).
+
+        One clock reading (``time.perf_counter``) per node boundary, shared by the node before and
+        the node after: ``start``, when given, is the caller's reading just before the tick, and
+        the last reading (the end of the tick) is returned. The ids of the nodes ticked are
+        appended to ``ticked`` when given; with ``seen`` (each node's status and feedback as the
+        tick log last logged them, by id) only those of the nodes that differ from it when
+        py_trees yields them (their part of the tick done).
+        """
+        nodes, total, count, worst = self._nodes, self._total, self._count, self._worst
         clock = time.perf_counter
-        last = clock()
-        for node in root.tick():
-            now = clock()
-            i = index.get(id(node))
-            if i is not None:
-                spent = now - last
-                total[i] += spent
-                count[i] += 1
-                if spent > worst[i]:
-                    worst[i] = spent
-                note(i)
-            last = now
+        last = clock() if start is None else start
+        if ticked is None or seen is None:
+            note = ticked.append if ticked is not None else _ignore
+            for node in root.tick():
+                now = clock()
+                i = nodes.get(node)
+                if i is not None:
+                    spent = now - last
+                    total[i] += spent
+                    count[i] += 1
+                    if spent > worst[i]:
+                        worst[i] = spent
+                    note(i)
+                last = now
+        else:
+            note = ticked.append
+            statuses, messages = seen
+            for node in root.tick():
+                now = clock()
+                i = nodes.get(node)
+                if i is not None:
+                    spent = now - last
+                    total[i] += spent
+                    count[i] += 1
+                    if spent > worst[i]:
+                        worst[i] = spent
+                    if node.status is not statuses[i] or node.feedback_message != messages[i]:
+                        note(i)
+                last = now
         self._last = last
+        return last
 
     def report_us(self) -> dict[int, dict[str, float]]:
         """Node id -> mean and max self time (µs) over the ticks in which it was ticked."""
@@ -89,3 +121,13 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
 
 def _ignore(i: int) -> None:
     pass
+
+
+class _ById:
+    """``get(node)`` by ``id(node)``: the timer's lookup for trees holding nodes hashed by value."""
+
+    def __init__(self, index: dict[int, int]) -> None:
+        self.index = index
+
+    def get(self, node: py_trees.behaviour.Behaviour) -> int | None:
+        return self.index.get(id(node))
