@@ -9,7 +9,10 @@ instant), in one of two modes with one contract:
   worker thread takes the newest job handed over; a job still waiting when a newer one comes is
   dropped, as a real-time consumer of camera frames wants the newest frame, not a queue of old
   ones. A result is ready as soon as it is computed. OpenCV releases the interpreter lock while
-  it works, so the tick thread runs meanwhile.
+  it works, so the tick thread runs meanwhile. With ``hold`` set (the executive sets it) a job
+  handed over waits for :meth:`Offload.release`, which the executive calls when the tick's work is
+  done: the worker then runs in the loop's slack instead of contending for the interpreter with
+  the rest of the tick that handed the job over.
 * **modelled** (``threaded=False``: the simulated clock, as fast as the CPU allows): the function
   runs at once, in the calling tick, and its result is held back until mission time reaches the
   moment a worker would have finished: the later of the job's hand-over and the previous job's
@@ -48,7 +51,8 @@ class Offload(Generic[J, R]):
     ``submit(now, stamp, job)`` hands a job over at mission time ``now``; ``ready(now)`` returns
     the jobs finished by then, oldest first (usually none or one); ``pending`` says whether a
     handed-over job has not come back yet; ``close()`` stops the worker (it restarts on the next
-    ``submit``).
+    ``submit``). Threaded, with ``hold`` True, the worker takes a job only once ``release()`` was
+    called after its hand-over.
     """
 
     def __init__(self, fn: Callable[[J], R], *, threaded: bool, latency: float = 0.0,
@@ -67,6 +71,8 @@ class Offload(Generic[J, R]):
         # threaded mode
         self._lock = threading.Condition()
         self._job: tuple[float, J] | None = None
+        self.hold = False  # a job waits for release() (the end of the tick) before the worker takes it
+        self._released = True
         self._busy = False
         self._done: list[Done[R] | BaseException] = []
         self._thread: threading.Thread | None = None
@@ -95,6 +101,7 @@ class Offload(Generic[J, R]):
             if self._job is not None:
                 self.dropped += 1
             self._job = (stamp, job)
+            self._released = not self.hold
             if self._thread is None or not self._thread.is_alive():
                 self._stop = False
                 self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
@@ -114,6 +121,14 @@ class Offload(Generic[J, R]):
                 raise item
         return out  # type: ignore[return-value]
 
+    def release(self) -> None:
+        """Let the worker take the job handed over (with ``hold``; called between ticks)."""
+        if self._job is None or self._released:  # the usual tick: nothing handed over
+            return
+        with self._lock:
+            self._released = True
+            self._lock.notify()
+
     def close(self) -> None:
         thread = self._thread
         if thread is None:
@@ -128,7 +143,7 @@ class Offload(Generic[J, R]):
     def _work(self) -> None:
         while True:
             with self._lock:
-                while self._job is None and not self._stop:
+                while (self._job is None or not self._released) and not self._stop:
                     self._lock.wait()
                 if self._stop:
                     return

@@ -207,6 +207,11 @@ class Executive:
             injector, timer_tick, touched, seen = self.injector, self._timer.tick, ticks.touched, ticks.seen
             last_start = model.max_duration - 1e-9  # the verdict's test of time, as _verdict makes it
             no_violations: list[dict[str, Any]] = []
+            # work beside a wall-clock tick (perception, a sweep's plan) starts once the tick's own
+            # work is done, in the loop's slack, not competing with it for the interpreter
+            beside = [work for work in self._offloads() if work.threaded]
+            for work in beside:
+                work.hold = True
             while True:
                 for gate in gates:  # a held loop's time is not mission time
                     clock.hold(gate.before_tick(clock.ticks))
@@ -260,6 +265,8 @@ class Executive:
                     spent = clock_read() - t0
                     driver_step[driver.name] += spent
                     parts["drivers step"] += spent
+                for work in beside:
+                    work.release()
                 clock.wait_next()
         except (KeyboardInterrupt, Interrupted) as exc:
             reason = "interrupted by signal" if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"

@@ -60,3 +60,26 @@ def test_threaded_worker_takes_the_newest_job_and_never_blocks_the_caller():
     finally:
         work.close()
     assert work._thread is None
+
+
+def test_held_job_waits_for_release_then_runs_beside_the_caller():
+    calls = []
+    work = Offload(lambda x: calls.append(time.perf_counter()) or 2 * x, threaded=True, name="held")
+    work.hold = True
+    try:
+        work.submit(0.0, 0.5, 21)  # handed over inside a tick...
+        time.sleep(0.1)
+        assert calls == [] and work.pending  # ...the worker leaves it until the tick is done
+        released = time.perf_counter()
+        work.release()
+        deadline = time.monotonic() + 5.0
+        results = []
+        while not results and time.monotonic() < deadline:
+            results = work.ready(0.0)
+            time.sleep(0.002)
+        assert [(d.stamp, d.result) for d in results] == [(0.5, 42)]
+        assert len(calls) == 1 and calls[0] >= released
+        work.release()  # nothing handed over: a no-op
+        assert not work.pending
+    finally:
+        work.close()
