@@ -9,6 +9,9 @@ work does not count), their ratio, and how many pixels of the two images differ 
 coverage changed in issue 15's first round; from its third round on the noise comes from a table
 of draws made from the camera's seed, which both cameras share, so against an earlier base nearly
 every pixel differs by the noise, against a later one only what the renderers draw differently).
+The two cameras alternating in one process make each frame's fresh buffers page-fault (~260 minor
+faults a frame each, none when one camera renders alone): a renderer that keeps its buffers
+between frames looks faster here than it is in a run.
 
     python benchmarks/render_side_by_side.py [--base REV] [--every N]
 """
