@@ -7,7 +7,11 @@ renderer of ``--base`` (its drivers/sim_render.py, sim_scene.py and sim_camera.p
 core. Prints the median CPU time per frame of each (process CPU time: the shared machine's other
 work does not count), their ratio, and how many pixels of the two images differ (the faces'
 coverage changed in issue 15's first round; from its third round on the noise comes from a table
-of draws, so against an earlier base nearly every pixel differs by the noise).
+of draws made from the camera's seed, which both cameras share, so against an earlier base nearly
+every pixel differs by the noise, against a later one only what the renderers draw differently).
+The two cameras alternating in one process make each frame's fresh buffers page-fault (~260 minor
+faults a frame each, none when one camera renders alone): a renderer that keeps its buffers
+between frames looks faster here than it is in a run.
 
     python benchmarks/render_side_by_side.py [--base REV] [--every N]
 """
@@ -81,7 +85,8 @@ def main() -> None:
     frames = record([f"max_duration={args.max_duration}"] if args.max_duration else [])[:: args.every]
     executive = Executive(load_mission(MISSION, [SEED_START]), seed=0)
     (new,) = executive.ctx.world.cameras.values()
-    old = base_camera_class(args.base)(new.name, new.intrinsics, sensor=new.sensor, seed=7,
+    # the same seed: from issue 15's third round on, the camera's noise table is drawn from it
+    old = base_camera_class(args.base)(new.name, new.intrinsics, sensor=new.sensor, seed=new._seed,
                                        true_intrinsics=new.true_intrinsics)
     old.objects = new.objects  # the same scene (the patches' fields did not change)
     by_name = {o.name: o for o in new.objects}

@@ -58,7 +58,14 @@ moves with the camera painted from a cached layer). What is left, per frame: the
 about 2 ms (two remaps of 16 samples a pixel), the passive interface's faces 1.8 ms, the table
 1.5 ms (its texture coordinates from an 8-px grid would save 0.3 ms for an error of 0.008 texel),
 the motion blur 0.3 ms. The faces' coverage is exact 4x4 point sampling (the earlier fill of a
-4x-resolution raster put 1/8 px too much on every edge).
+4x-resolution raster put 1/8 px too much on every edge). Tried in the fourth round and not kept:
+the markers' k x k samples only on the pixels whose samples can differ (a per-pixel test of the
+centres' 3 x 3 texture footprint against a per-texel radius of uniformity; 25-36 % of a marker's
+pixels fail that provable test where 14 % really straddle a boundary), 10-20 % less per marker
+alone but 1 % a frame, the test costing about what it saves; skipping the background fill
+under a table that fills the view, 0-2 %; reusing the frame buffers removes page faults only
+``render_side_by_side.py`` has (two cameras alternating: ~260 faults a frame each, none in a
+one-camera process), so it would flatter a checkout that does it.
 """
 
 from __future__ import annotations

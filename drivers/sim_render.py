@@ -381,13 +381,16 @@ def render_patches(
                             .transpose(0, 2, 1)) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
     in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
     visible = (~one_sided | facing) & in_front_all.any(axis=1)
+    face_rays = _faces_rays(patches, np.flatnonzero(visible), plane2cam_all, table)
     for index in np.flatnonzero(visible).tolist():
         patch, plane2cam = patches[index], plane2cam_all[index]
         outline_cam, in_front = outline_all[index].T, in_front_all[index]
         if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
             continue  # crosses the camera's plane but the part in front is out of view
         if patch.polygon is not None:
-            rays = _face_rays(patch, plane2cam, table)
+            rays = face_rays.get(index, _NOT_BATCHED)
+            if rays is _NOT_BATCHED:
+                rays = _face_rays(patch, plane2cam, table)
             if rays is not None:
                 faces.append((rays, patch.albedo))
             continue
@@ -515,15 +518,59 @@ def _face_rays(patch: Patch, plane2cam: np.ndarray, table: RayTable) -> np.ndarr
     return rays if len(rays) >= 3 else None
 
 
+_NOT_BATCHED = object()
+
+
+def _faces_rays(patches: Sequence[Patch], indices: np.ndarray, plane2cam_all: np.ndarray,
+                table: RayTable) -> dict[int, np.ndarray | None]:
+    """:func:`_face_rays` of the uniform polygon patches among ``patches[indices]`` whose vertices
+    all lie in front of the camera, computed together (index -> rays (M, 2), or None when the
+    polygon lies out of view); the others are left out (their near-plane clipping is per face)."""
+    chosen = [i for i in indices.tolist() if patches[i].polygon is not None]
+    if not chosen:
+        return {}
+    polygons = [patches[i].polygon for i in chosen]
+    sizes = [len(polygon) for polygon in polygons]
+    vertices = np.concatenate(polygons)
+    planes = np.repeat(plane2cam_all[chosen], sizes, axis=0)  # (M, 3, 3)
+    # as polygon @ plane2cam[:, :2].T + plane2cam[:, 2], vertex by vertex
+    cam = vertices[:, :1] * planes[:, :, 0] + vertices[:, 1:] * planes[:, :, 1] + planes[:, :, 2]
+    front = cam[:, 2] > NEAR_Z_M
+    rays = cam[:, :2] / np.where(front, cam[:, 2], 1.0)[:, None]
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    low, high = table.rays_min - grow, table.rays_max + grow
+    inside = np.all((rays >= low) & (rays <= high), axis=1)
+    ends = np.cumsum(sizes).tolist()
+    all_front = np.logical_and.reduceat(front, [0, *ends[:-1]]).tolist()
+    all_inside = np.logical_and.reduceat(inside, [0, *ends[:-1]]).tolist()
+    out: dict[int, np.ndarray | None] = {}
+    start = 0
+    for n, (index, end) in enumerate(zip(chosen, ends, strict=True)):
+        if all_front[n]:
+            mine = rays[start:end]
+            if not all_inside[n]:
+                mine = _clip_box(mine, low, high)
+            out[index] = mine if len(mine) >= 3 else None
+        start = end
+    return out
+
+
 def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
                 project: Callable[[np.ndarray], np.ndarray]) -> None:
     """Uniform polygons filled in the image, in order: (outline rays (M, 2), albedo) each, their
     edges sampled 8 times each so they bend through the lens as the texture path would draw
     them (one projection for all)."""
-    samples = [_outline_samples(np.column_stack([rays, np.ones(len(rays))]), 8) for rays, _ in faces]
-    pixels = project(np.concatenate(samples))
-    splits = np.cumsum([len(x) for x in samples])[:-1]
-    _fill_polygons(canvas, np.split(pixels, splits), [albedo for _, albedo in faces])
+    per_edge = 8
+    sizes = np.array([len(rays) for rays, _ in faces])
+    rays = np.concatenate([rays for rays, _ in faces])
+    ends = np.cumsum(sizes)
+    following = np.arange(1, len(rays) + 1)
+    following[ends - 1] = ends - sizes  # each outline closes on its first point
+    steps = (np.arange(per_edge) / per_edge)[None, :, None]
+    samples = np.ones((len(rays), per_edge, 3))
+    samples[:, :, :2] = rays[:, None, :] + steps * (rays[following] - rays)[:, None, :]
+    pixels = project(samples.reshape(-1, 3))
+    _fill_polygons(canvas, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces])
 
 
 def _clip_box(polygon: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
