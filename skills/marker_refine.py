@@ -167,26 +167,54 @@ def marker_template(
     return template, quad
 
 
+class _Templates:
+    """One marker's ECC templates at one drawn size: the fine template, its black-square quad
+    (4, 2) float32 and (1, 4, 2) float64, and its coarse (blurred) versions, each blurred only
+    when a coarse pass needs it."""
+
+    __slots__ = ("quad", "quad64", "sigmas", "template")
+
+    def __init__(self, template: np.ndarray, quad: np.ndarray) -> None:
+        self.template, self.quad, self.quad64 = template, quad, quad[None].astype(np.float64)
+        self.sigmas: dict = {}  # sigma rounded to 0.01 -> [sigma it was first seen with, coarse]
+
+    def coarse(self, rounded: float) -> np.ndarray:
+        entry = self.sigmas[rounded]
+        if entry[1] is None:
+            entry[1] = cv2.GaussianBlur(self.template, (0, 0), entry[0])
+        return entry[1]
+
+
 def _templates(
     cache: dict | None, dictionary: cv2.aruco.Dictionary, marker_id: int, side: float,
     white_margin_cells: float, blur_px: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(fine template, its quad, coarse template) for ECC, from ``cache`` when given. The key
-    holds everything the drawing depends on (the 8x cell size is an integer; the coarse blur is
-    a function of the side)."""
-    cells = dictionary.markerSize + 2
-    coarse_sigma = max(1.0, side / 30)
-    key = (marker_id, max(1, round(side * ECC_UPSAMPLE / cells)), white_margin_cells, blur_px,
-           round(coarse_sigma, 2))
-    if cache is not None and key in cache:
-        return cache[key]
-    template, quad = marker_template(dictionary, marker_id, side, white_margin_cells, blur_px)
-    made = (template, quad, cv2.GaussianBlur(template, (0, 0), coarse_sigma))
-    if cache is not None:
-        if len(cache) > 256:
-            cache.clear()
+) -> tuple[_Templates, float]:
+    """The marker's ECC templates for a black square ``side`` px wide (from ``cache`` when
+    given) and the rounded sigma under which its coarse template is kept. The fine template
+    depends on the 8x cell size (an integer); the coarse one is blurred by max(1, side / 30),
+    with the sigma of the first side that rounded to the same 0.01 (as drawing every pair of
+    size and rounded sigma once would); the cache is emptied past 256 such pairs."""
+    cell_hi = max(1, round(side * ECC_UPSAMPLE / (dictionary.markerSize + 2)))
+    sigma = max(1.0, side / 30)
+    rounded = round(sigma, 2)
+    if cache is None:
+        made = _Templates(*marker_template(dictionary, marker_id, side, white_margin_cells, blur_px))
+        made.sigmas[rounded] = [sigma, None]
+        return made, rounded
+    key = (marker_id, cell_hi, white_margin_cells, blur_px)
+    made = cache.get(key)
+    if made is not None and rounded in made.sigmas:
+        return made, rounded
+    pairs = cache.get("pairs", 0)
+    if pairs > 256:
+        cache.clear()
+        pairs, made = 0, None
+    if made is None:
+        made = _Templates(*marker_template(dictionary, marker_id, side, white_margin_cells, blur_px))
         cache[key] = made
-    return made
+    made.sigmas[rounded] = [sigma, None]
+    cache["pairs"] = pairs + 1
+    return made, rounded
 
 
 def undistortion_maps(
@@ -280,44 +308,66 @@ def refine_ecc(
     ``undistort_maps``: :func:`undistortion_maps` of the image, reused between calls.
     """
     criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, eps)
-    out = []
+    out: list[np.ndarray] = []
     if len(corners) != len(ids):
         raise ValueError(f"{len(corners)} corner sets for {len(ids)} ids")
     if len(ids) == 0:
         return out
-    # every marker's corners undistorted, sides and windows at once (one call, not one per marker)
+    # every marker's corners undistorted, sides, windows and window coordinates at once (array
+    # operations on all markers, not one set per marker)
     all_ideal = np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2)
     if not ideal_corners:
         all_ideal = undistort_corners(all_ideal, camera_matrix, dist_coeffs)
-    sides = np.linalg.norm(np.roll(all_ideal, -1, axis=1) - all_ideal, axis=2).mean(axis=1)
+    diff = all_ideal[:, _NEXT] - all_ideal
+    sides = np.sqrt(diff[..., 0] * diff[..., 0] + diff[..., 1] * diff[..., 1]).mean(axis=1)
     pads = np.ceil(sides * (0.1 + white_margin_cells / 9)).astype(int) + 4
     lows = np.floor(all_ideal.min(axis=1)).astype(int) - pads[:, None]
     highs = np.ceil(all_ideal.max(axis=1)).astype(int) + pads[:, None]
-    for ideal, side, (x0, y0), (x1, y1), marker_id in zip(
-            all_ideal, sides.tolist(), lows.tolist(), highs.tolist(), ids, strict=True):
-        roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0,
-                               undistort_maps)
-        local = ideal - np.array([x0, y0])
+    local = all_ideal - lows[:, None, :]
+    sides_list, lows_list, highs_list = sides.tolist(), lows.tolist(), highs.tolist()
+    distorted = dist_coeffs is not None and bool(np.any(dist_coeffs))
+    # markers aligned on their window shrunk: its size and the scale of its two axes
+    sizes: list[tuple[int, int] | None] = [None] * len(sides_list)
+    if max_side_px is not None:
+        scales = np.ones((len(sides_list), 1, 2))
+        for i, (side, (x0, y0), (x1, y1)) in enumerate(zip(sides_list, lows_list, highs_list, strict=True)):
+            if side > max_side_px:
+                size = (max(8, round((x1 - x0) * max_side_px / side)),
+                        max(8, round((y1 - y0) * max_side_px / side)))
+                sizes[i] = size
+                scales[i, 0] = size[0] / (x1 - x0), size[1] / (y1 - y0)
+        shrunk = np.array([size is not None for size in sizes])[:, None, None]
+        # INTER_AREA keeps pixel areas: edges map exactly
+        local = np.where(shrunk, (local + 0.5) * scales - 0.5, local)
+    local32 = local.astype(np.float32)
+    for i, marker_id in enumerate(ids):
+        (x0, y0), (x1, y1), side, size = lows_list[i], highs_list[i], sides_list[i], sizes[i]
+        if distorted and undistort_maps is not None and x0 >= 0 and y0 >= 0 \
+                and x1 <= undistort_maps[0].shape[1] and y1 <= undistort_maps[0].shape[0]:
+            roi = cv2.remap(gray, undistort_maps[0][y0:y1, x0:x1], undistort_maps[1][y0:y1, x0:x1],
+                            cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+        else:
+            roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0)
         scale = 1.0
-        if max_side_px is not None and side > max_side_px:
-            size = (max(8, round((x1 - x0) * max_side_px / side)), max(8, round((y1 - y0) * max_side_px / side)))
-            scale_xy = np.array([size[0] / (x1 - x0), size[1] / (y1 - y0)])
+        if size is not None:
             roi = cv2.resize(roi, size, interpolation=cv2.INTER_AREA)
-            local = (local + 0.5) * scale_xy - 0.5  # INTER_AREA keeps pixel areas: edges map exactly
-            scale = float(scale_xy.mean())
-        template, tquad, coarse = _templates(templates, dictionary, int(marker_id), side * scale,
-                                             white_margin_cells, template_blur_px)
-        start = cv2.getPerspectiveTransform(tquad, local.astype(np.float32))
-        fine = ((gauss_filter_size, template),)
-        coarse_fine = ((coarse_filter_size, coarse), *fine)  # wide basin first
-        for passes in ((coarse_fine,) if coarse_first else (fine, coarse_fine)):
-            refined, rho = _align(roi, start, passes, criteria, tquad, min_correlation)
+            sx, sy = size[0] / (x1 - x0), size[1] / (y1 - y0)
+            scale = (sx + sy) / 2
+        made, rounded = _templates(templates, dictionary, int(marker_id), side * scale,
+                                   white_margin_cells, template_blur_px)
+        start = cv2.getPerspectiveTransform(made.quad, local32[i])
+        ideal = all_ideal[i]
+        limit = max(2.0, max_shift_fraction * side)
+        refined = None
+        for coarse in ((True,) if coarse_first else (False, True)):
+            refined, rho = _align(roi, start, made, rounded, coarse, coarse_filter_size,
+                                  gauss_filter_size, criteria, min_correlation)
             if refined is not None:
-                if scale != 1.0:
-                    refined = (refined + 0.5) / scale_xy - 0.5
-                refined = refined + np.array([x0, y0])
-                if float(np.max(np.linalg.norm(refined - ideal, axis=1))) <= max(
-                        2.0, max_shift_fraction * side):
+                if size is not None:
+                    refined = (refined + 0.5) / scales[i] - 0.5
+                refined = refined + lows[i]
+                d = refined - ideal
+                if float(np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]).max()) <= limit:
                     break
             refined = None
         out.append(ideal if refined is None else refined)
@@ -326,18 +376,25 @@ def refine_ecc(
     return out
 
 
-def _align(roi: np.ndarray, warp: np.ndarray, passes, criteria, tquad: np.ndarray,
+_NEXT = [1, 2, 3, 0]  # a quad's next corner
+
+
+def _align(roi: np.ndarray, warp: np.ndarray, made: _Templates, rounded: float, coarse: bool,
+           coarse_filter_size: int, fine_filter_size: int, criteria,
            min_correlation: float) -> tuple[np.ndarray | None, float]:
-    """The template quad (4, 2) in ``roi`` after ECC from ``warp`` through ``passes`` ((Gaussian
-    filter size, template), ...), None if it did not converge or correlates too little; and the
-    final correlation."""
+    """The template quad (4, 2) in ``roi`` after ECC from ``warp``: the coarse template's pass
+    (when ``coarse``), then the fine one's; None if it did not converge or correlates too little;
+    and the final correlation."""
     rho = -1.0
+    warp = warp.astype(np.float32)
     try:
-        for filt, tpl in passes:
-            rho, warp = cv2.findTransformECC(tpl, roi, warp.astype(np.float32), cv2.MOTION_HOMOGRAPHY,
-                                             criteria, None, filt)
+        if coarse:
+            rho, warp = cv2.findTransformECC(made.coarse(rounded), roi, warp, cv2.MOTION_HOMOGRAPHY,
+                                             criteria, None, coarse_filter_size)
+        rho, warp = cv2.findTransformECC(made.template, roi, warp, cv2.MOTION_HOMOGRAPHY,
+                                         criteria, None, fine_filter_size)
     except cv2.error:  # did not converge (e.g. blurred beyond recognition)
         return None, rho
     if rho < min_correlation:
         return None, rho
-    return cv2.perspectiveTransform(tquad[None].astype(np.float64), warp.astype(np.float64))[0], rho
+    return cv2.perspectiveTransform(made.quad64, warp.astype(np.float64))[0], rho
