@@ -78,7 +78,6 @@ from typing import Literal
 
 import cv2
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from orbitree.skills.board_model import (  # re-exported: the board model lives there
     BoardModel,
@@ -296,16 +295,30 @@ def _is_planar_cached(data: bytes, n: int) -> bool:
 
 
 def _rms(obj: np.ndarray, img: np.ndarray, k: np.ndarray, rvec: np.ndarray,
-         tvec: np.ndarray) -> float:
+         tvec: np.ndarray) -> tuple[float, np.ndarray]:
+    """RMS reprojection error (px) and the squared error of each point (N,)."""
     proj, _ = cv2.projectPoints(obj, rvec, tvec, k, None)
-    return float(np.sqrt(np.mean(np.sum((proj.reshape(-1, 2) - img) ** 2, axis=1))))
+    d = proj.reshape(-1, 2) - img
+    sq = np.sum(d ** 2, axis=1)
+    return math.sqrt(float(np.mean(sq))), sq
 
 
-def _to_matrix(rvec: np.ndarray, tvec: np.ndarray) -> np.ndarray:
+def _to_matrix(rvec: np.ndarray, tvec: np.ndarray, rotation: np.ndarray | None = None) -> np.ndarray:
     pose = np.eye(4)
-    pose[:3, :3] = cv2.Rodrigues(rvec)[0]
+    pose[:3, :3] = cv2.Rodrigues(rvec)[0] if rotation is None else rotation
     pose[:3, 3] = np.ravel(tvec)
     return pose
+
+
+def _rotation_angle(r: np.ndarray) -> float:
+    """Angle (rad) of a (3, 3) rotation matrix, accurate near 0 and pi alike (atan2 of the sine
+    and cosine parts, 2 sin = the skew part's norm, 2 cos = trace - 1)."""
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = r.tolist()
+    return math.atan2(math.sqrt((r21 - r12) ** 2 + (r02 - r20) ** 2 + (r10 - r01) ** 2),
+                      r00 + r11 + r22 - 1.0)
+
+
+_PNP_FLAGS = {"ippe": cv2.SOLVEPNP_IPPE, "sqpnp": cv2.SOLVEPNP_SQPNP, "iterative": cv2.SOLVEPNP_ITERATIVE}
 
 
 def solve_board_pose(
@@ -327,8 +340,22 @@ def solve_board_pose(
     img = np.ascontiguousarray(ideal_points, dtype=np.float64).reshape(-1, 2)
     if len(obj) < 4 or len(obj) != len(img):
         raise ValueError(f"need >= 4 matching points, got {len(obj)} and {len(img)}")
-    flag = {"ippe": cv2.SOLVEPNP_IPPE, "sqpnp": cv2.SOLVEPNP_SQPNP,
-            "iterative": cv2.SOLVEPNP_ITERATIVE}[pnp]
+    solved = _solve_pose(obj, img, camera_matrix, pnp, refinement, prior_board2cam, ambiguity_ratio)
+    return None if solved is None else solved[:3]
+
+
+def _solve_pose(
+    obj: np.ndarray,
+    img: np.ndarray,
+    camera_matrix: np.ndarray,
+    pnp: PnpMethod,
+    refinement: PoseRefinement,
+    prior_board2cam: np.ndarray | None,
+    ambiguity_ratio: float,
+) -> tuple[np.ndarray, float, float, np.ndarray] | None:
+    """:func:`solve_board_pose` on checked (N, 3) and (N, 2) float64 arrays; also the squared
+    reprojection error (px^2) of each point (N,) under the pose returned."""
+    flag = _PNP_FLAGS[pnp]
     if flag == cv2.SOLVEPNP_IPPE and not _is_planar(obj):
         flag = cv2.SOLVEPNP_SQPNP
     n, rvecs, tvecs, _ = cv2.solvePnPGeneric(obj, img, camera_matrix, None, flags=flag)
@@ -338,20 +365,24 @@ def solve_board_pose(
             rvec, tvec = cv2.solvePnPRefineLM(obj, img, camera_matrix, None, rvec, tvec)
         elif refinement == "vvs":
             rvec, tvec = cv2.solvePnPRefineVVS(obj, img, camera_matrix, None, rvec, tvec)
-        if float(np.ravel(tvec)[2]) > 0:
-            candidates.append((_rms(obj, img, camera_matrix, rvec, tvec), rvec, tvec))
+        if float(tvec[2, 0] if tvec.ndim == 2 else np.ravel(tvec)[2]) > 0:
+            candidates.append((*_rms(obj, img, camera_matrix, rvec, tvec), rvec, tvec))
     if not candidates:
         return None
     candidates.sort(key=lambda c: c[0])
     best = candidates[0]
     ratio = math.inf
+    rotation = None
     if len(candidates) > 1:
         ratio = candidates[1][0] / max(best[0], 1e-12)
         if prior_board2cam is not None and ratio < ambiguity_ratio:
-            prior_rot = Rotation.from_matrix(np.asarray(prior_board2cam)[:3, :3])
-            best = min(candidates[:2], key=lambda c: (
-                Rotation.from_rotvec(np.ravel(c[1])) * prior_rot.inv()).magnitude())
-    return _to_matrix(best[1], best[2]), best[0], ratio
+            # the candidate rotated least from the prior
+            prior_t = np.asarray(prior_board2cam, dtype=np.float64)[:3, :3].T
+            rotations = [cv2.Rodrigues(c[2])[0] for c in candidates[:2]]
+            angles = [_rotation_angle(r @ prior_t) for r in rotations]
+            pick = 1 if angles[1] < angles[0] else 0
+            best, rotation = candidates[pick], rotations[pick]
+    return _to_matrix(best[2], best[3], rotation), best[0], ratio, best[1]
 
 
 def estimate_board_pose(
@@ -412,7 +443,7 @@ def _pose_from_markers(
 
 
 def _pose_from_ideal(
-    ideal: list[np.ndarray],
+    ideal: list[np.ndarray] | np.ndarray,
     ids: np.ndarray,
     board: cv2.aruco.Board,
     camera_matrix: np.ndarray,
@@ -420,56 +451,67 @@ def _pose_from_ideal(
     prior_board2cam: np.ndarray | None,
     corner_noise_px: float,
     rng: np.random.Generator | None,
+    object_points: np.ndarray | None = None,
 ) -> BoardPose | None:
-    """Steps 3-4 of the pipeline on refined corners (ideal pixels)."""
+    """Steps 3-4 of the pipeline on refined corners (ideal pixels): a list of (4, 2) or an
+    (N, 4, 2) array. ``object_points``: the markers' corners (4 N, 3) on the board, in the order
+    of ``ids``, when the caller knows them (else the board matches them)."""
+    ideal = np.asarray(ideal, dtype=np.float64).reshape(-1, 4, 2)
     if corner_noise_px > 0.0:
         rng = rng if rng is not None else np.random.default_rng()
-        ideal = [q + rng.normal(0.0, corner_noise_px, q.shape) for q in ideal]
-    solved = _solve_markers(board, ideal, ids, camera_matrix, config, prior_board2cam)
+        ideal = np.array([q + rng.normal(0.0, corner_noise_px, q.shape) for q in ideal])
+    solved = _solve_markers(board, ideal, ids, camera_matrix, config, prior_board2cam, object_points)
     if solved is None:
         return None
     board2cam, rms, ratio, marker_rms = solved
-    worst = int(np.argmax(marker_rms))
-    others = np.delete(marker_rms, worst)
-    if (len(ids) >= 3 and marker_rms[worst] > config.max_marker_rms_px
-            and marker_rms[worst] > 3.0 * float(np.median(others))):
-        # one marker disagrees with the others (a bad corner, a wrong recovery): drop it. With
-        # two markers there is no telling which one is wrong.
-        keep = [i for i in range(len(ids)) if i != worst]
-        ideal, ids = [ideal[i] for i in keep], ids[keep]
-        solved = _solve_markers(board, ideal, ids, camera_matrix, config, prior_board2cam)
-        if solved is None:
-            return None
-        board2cam, rms, ratio, _ = solved
+    marker_rms = marker_rms.tolist()
+    worst = max(range(len(marker_rms)), key=marker_rms.__getitem__)  # the first of the largest
+    if len(ids) >= 3 and marker_rms[worst] > config.max_marker_rms_px:
+        others = sorted(marker_rms[:worst] + marker_rms[worst + 1:])
+        half = len(others) // 2
+        median = others[half] if len(others) % 2 else (others[half - 1] + others[half]) / 2
+        if marker_rms[worst] > 3.0 * median:
+            # one marker disagrees with the others (a bad corner, a wrong recovery): drop it.
+            # With two markers there is no telling which one is wrong.
+            keep = [i for i in range(len(ids)) if i != worst]
+            ideal, ids = ideal[keep], np.asarray(ids)[keep]
+            if object_points is not None:
+                object_points = object_points.reshape(-1, 4, 3)[keep].reshape(-1, 3)
+            solved = _solve_markers(board, ideal, ids, camera_matrix, config, prior_board2cam,
+                                    object_points)
+            if solved is None:
+                return None
+            board2cam, rms, ratio, _ = solved
     return BoardPose(board2cam, tuple(sorted(int(i) for i in ids)), rms, 4 * len(ids), ratio)
 
 
 def _solve_markers(
     board: cv2.aruco.Board,
-    ideal: list[np.ndarray],
+    ideal: np.ndarray,
     ids: np.ndarray,
     camera_matrix: np.ndarray,
     config: BoardEstimatorConfig,
     prior_board2cam: np.ndarray | None,
+    object_points: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, float, np.ndarray] | None:
-    """PnP over the markers' corners; also each marker's RMS reprojection error (px)."""
-    obj, img = board.matchImagePoints(
-        [q.reshape(1, 4, 2).astype(np.float32) for q in ideal], ids.reshape(-1, 1)
-    )
-    if obj is None or len(obj) < 4 or len(obj) != 4 * len(ids):
-        return None
-    obj, img = obj.reshape(-1, 3).astype(np.float64), img.reshape(-1, 2).astype(np.float64)
-    solved = solve_board_pose(
-        obj, img, camera_matrix, pnp=config.pnp, refinement=config.pose_refinement,
-        prior_board2cam=prior_board2cam, ambiguity_ratio=config.ambiguity_ratio,
-    )
+    """PnP over the markers' corners ((N, 4, 2) ideal pixels; ``object_points``: see
+    ``_pose_from_ideal``); also each marker's RMS reprojection error (px)."""
+    # the image points go through float32 as the board's matching returns them
+    img32 = ideal.astype(np.float32)
+    if object_points is None:
+        obj, img = board.matchImagePoints(list(img32[:, None]), np.asarray(ids).reshape(-1, 1))
+        if obj is None or len(obj) < 4 or len(obj) != 4 * len(ids):
+            return None
+        obj = obj.reshape(-1, 3).astype(np.float64)
+    else:
+        obj, img = object_points, img32
+    img = img.reshape(-1, 2).astype(np.float64)
+    solved = _solve_pose(obj, img, camera_matrix, config.pnp, config.pose_refinement,
+                         prior_board2cam, config.ambiguity_ratio)
     if solved is None:
         return None
-    board2cam, rms, ratio = solved
-    rvec = cv2.Rodrigues(board2cam[:3, :3])[0]
-    proj, _ = cv2.projectPoints(obj, rvec, board2cam[:3, 3], camera_matrix, None)
-    sq = np.sum((proj.reshape(-1, 2) - img) ** 2, axis=1).reshape(-1, 4)
-    return board2cam, rms, ratio, np.sqrt(sq.mean(axis=1))
+    board2cam, rms, ratio, sq = solved
+    return board2cam, rms, ratio, np.sqrt(sq.reshape(-1, 4).mean(axis=1))
 
 
 TRACKER_CONFIG = BoardEstimatorConfig(ecc_max_side_px=32.0, ecc_coarse_first=False, ecc_eps=1e-3)
@@ -478,6 +520,9 @@ accuracy), the fine pass alone from the starting corners (the coarse one only wh
 stopping at a correlation gain of 1e-3: on 60 approach frames and 100 near and 100 far random
 views, median / p95 errors equal to or below the full search's (0.04 / 0.06-0.14 mm against
 0.05-0.08 / 0.09-0.15 mm) at a third to a fifth of ECC's time per frame."""
+
+
+_ZERO3 = np.zeros(3)
 
 
 class BoardTracker:
@@ -577,6 +622,8 @@ class BoardTracker:
         ids = np.asarray(board.getIds()).ravel()
         self._corners = np.zeros((int(ids.max()) + 1, 4, 3))  # marker id -> its corners (board)
         self._corners[ids] = obj
+        self._track_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._dictionary = board.getDictionary()
         self._maps: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray] | None] | None = None
         self.last: BoardPose | None = None
         self._before_last: np.ndarray | None = None
@@ -650,36 +697,49 @@ class BoardTracker:
         last = self.last.board2cam
         return last @ np.linalg.solve(self._before_last, last)
 
+    def _track_points(self, marker_ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """ids (N,) and board corners (4 N, 3) of a set of markers, kept from frame to frame."""
+        points = self._track_cache.get(marker_ids)
+        if points is None:
+            ids = np.asarray(marker_ids, dtype=int)
+            points = self._track_cache[marker_ids] = (ids, self._corners[ids].reshape(-1, 3))
+        return points
+
     def _align_predicted(self, gray: np.ndarray, predicted: np.ndarray, corner_noise_px: float,
                          rng: np.random.Generator | None) -> BoardPose | None:
         """The pose from the last frame's markers aligned by ECC straight from their predicted
         corners, no detection; None (detect) unless every one of them is in the image, aligns with
         a correlation of at least ``track_min_correlation`` and the pose explains them all within
         ``max_marker_rms_px``."""
-        ids = np.asarray(self.last.marker_ids, dtype=int)
-        cam = self._corners[ids].reshape(-1, 3) @ predicted[:3, :3].T + predicted[:3, 3]
-        if np.any(cam[:, 2] <= 1e-3):
+        ids, obj = self._track_points(self.last.marker_ids)
+        cam = obj @ predicted[:3, :3].T + predicted[:3, 3]
+        if cam[:, 2].min() <= 1e-3:
             return None
-        px, _ = cv2.projectPoints(cam, np.zeros(3), np.zeros(3), self.camera_matrix, self.dist)
-        px = px.reshape(-1, 4, 2)
+        px, _ = cv2.projectPoints(cam, _ZERO3, _ZERO3, self.camera_matrix, self.dist)
+        px = px.reshape(-1, 2)
         height, width = gray.shape[:2]
-        margin = 0.25 * float(np.linalg.norm(px[:, 1] - px[:, 0], axis=1).max()) + 4.0
-        if px.min() < margin or np.any(px.max(axis=(0, 1)) > np.array([width, height]) - margin):
+        d = px[1::4] - px[0::4]
+        margin = 0.25 * math.sqrt(float((d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]).max())) + 4.0
+        (x_hi, y_hi) = px.max(axis=0).tolist()
+        if float(px.min()) < margin or x_hi > width - margin or y_hi > height - margin:
             return None
         # ECC starts from the predicted corners in ideal pixels: projected without distortion
         # (what undistorting the distorted projection would give back, without its iterations)
         ideal = cam @ self.camera_matrix.T
         ideal = (ideal[:, :2] / ideal[:, 2:]).reshape(-1, 4, 2)
         correlations: list = []
-        ideal = refine_corners(gray, list(ideal), ids, self.board, self.camera_matrix, self.dist,
-                               self.config, self._templates, correlations,
-                               self._maps[1] if self._maps else None, ideal_quads=True)
+        config = self.config
+        ideal = refine_ecc(gray, ideal, ids, self._dictionary, self.camera_matrix, self.dist,
+                           white_margin_cells=config.ecc_white_margin_cells, templates=self._templates,
+                           max_side_px=config.ecc_max_side_px, coarse_first=config.ecc_coarse_first,
+                           eps=config.ecc_eps, correlations=correlations, ideal_corners=True,
+                           undistort_maps=self._maps[1] if self._maps else None)
         if any(rho is None or rho < self.track_min_correlation for rho in correlations):
             return None
-        found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, self.config, predicted,
-                                 corner_noise_px, rng)
+        found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, config, predicted,
+                                 corner_noise_px, rng, obj)
         if (found is None or found.marker_ids != self.last.marker_ids
-                or found.reprojection_error_px > self.config.max_marker_rms_px):
+                or found.reprojection_error_px > config.max_marker_rms_px):
             return None
         return found
 
