@@ -701,6 +701,8 @@ class BoardTracker:
         """ids (N,) and board corners (4 N, 3) of a set of markers, kept from frame to frame."""
         points = self._track_cache.get(marker_ids)
         if points is None:
+            if len(self._track_cache) >= 64:
+                self._track_cache.clear()
             ids = np.asarray(marker_ids, dtype=int)
             points = self._track_cache[marker_ids] = (ids, self._corners[ids].reshape(-1, 3))
         return points
