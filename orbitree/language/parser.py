@@ -98,7 +98,11 @@ def pydantic_diagnostics(
         on_key = "[key]" in err["loc"]
         loc = tuple(p for p in err["loc"] if p != "[key]")
         # pydantic's union/function-wrapper locs name validator types, not YAML keys; drop them
-        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or "(" in p)))
+        # (an unknown key is the user's own, whatever characters it has: it stays, last)
+        keep_last = err["type"] == "extra_forbidden" and bool(loc)
+        head = loc[:-1] if keep_last else loc
+        loc = (*(p for p in head if not (isinstance(p, str) and ("[" in p or "(" in p))),
+               *loc[len(head):])
         yaml_loc = loc[1:] if shorthand and loc[:1] == (shorthand,) else loc
         full = (*base, *yaml_loc)
         rel = format_path(loc) if loc else ""
@@ -123,6 +127,8 @@ def pydantic_diagnostics(
 
 def _expected_keys(model: type[BaseModel] | None, loc: tuple) -> str:
     """'; expected one of: ...' (with a close match first) for an unknown key at ``loc``."""
+    if not loc:
+        return ""
     for part in loc[:-1]:
         if model is None or not isinstance(part, str) or part not in model.model_fields:
             return ""

@@ -143,6 +143,8 @@ BAD_CAMPAIGNS = [
     ),
     ("campaign: x\nmission: {demo}\ncases: [{{id: a}}, {{id: a}}]\n", "3:23: cases[1]: duplicate case id 'a'"),
     ("campaign: x\nmission: {demo}\ncases: [{{id: a/b}}]\n", "3:14: cases[0].id: String should match pattern"),
+    # an unknown key that looks like a pydantic type tag (brackets, parentheses) is still named
+    ("campaign: x\nmission: {demo}\nnotes (draft): [a]\n", "3:1: unknown key 'notes (draft)'; expected one of"),
 ]
 
 
