@@ -126,16 +126,14 @@ class Recorder:
         if self._file is None:
             return
         self._lines.append(line)
-        now = time.monotonic()
-        if now - self._flushed >= FLUSH_INTERVAL_S:
-            self._drain()
-            self._file.flush()
-            self._flushed = now
+        self._flush_if_due()
 
     def queued(self) -> None:
         """A tick record was queued (``attach``): flushed within ``FLUSH_INTERVAL_S``."""
-        if self._file is None:
-            return
+        if self._file is not None:
+            self._flush_if_due()
+
+    def _flush_if_due(self) -> None:
         now = time.monotonic()
         if now - self._flushed >= FLUSH_INTERVAL_S:
             self._drain()
