@@ -38,13 +38,14 @@ OpenCV's image functions put pixel centres on integers, hence the half-texel shi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 from scipy.interpolate import RectBivariateSpline
+
+from orbitree.drivers.sim_coverage import clip_box, fill_polygons
 
 NEAR_Z_M = 1e-3
 ROI_PAD_PX = 3
@@ -366,7 +367,8 @@ def render_patches(
 ) -> None:
     """Composite ``patches`` of one body, in order, over ``canvas`` (as ``render_patch`` one
     after the other); each run of uniform polygon faces is projected and filled with one set of
-    array operations (:func:`_fill_polygons`), the per-face cost of a solid being mostly Python."""
+    array operations (``sim_coverage.fill_polygons``), the per-face cost of a solid being mostly
+    Python."""
     faces: list[tuple[np.ndarray, float]] = []
     if not patches:
         return
@@ -498,7 +500,6 @@ def _within_texture(coords: np.ndarray, shape: tuple[int, ...]) -> bool:
     return bool(low.min() >= 1 / 16 and high[0] <= shape[1] - 1 - 1 / 16 and high[1] <= shape[0] - 1 - 1 / 16)
 
 
-POLYGON_SUPERSAMPLE = 4
 _NO_NORMAL = np.zeros(3)
 SMOOTH_MIN_PIXELS = 128 * 128  # a smooth patch smaller than this in the image is sampled whole
 
@@ -514,7 +515,7 @@ def _face_rays(patch: Patch, plane2cam: np.ndarray, table: RayTable) -> np.ndarr
             return None
     rays = polygon_cam[:, :2] / polygon_cam[:, 2:3]
     grow = 0.1 * (table.rays_max - table.rays_min)
-    rays = _clip_box(rays, table.rays_min - grow, table.rays_max + grow)
+    rays = clip_box(rays, table.rays_min - grow, table.rays_max + grow)
     return rays if len(rays) >= 3 else None
 
 
@@ -549,7 +550,7 @@ def _faces_rays(patches: Sequence[Patch], indices: np.ndarray, plane2cam_all: np
         if all_front[n]:
             mine = rays[start:end]
             if not all_inside[n]:
-                mine = _clip_box(mine, low, high)
+                mine = clip_box(mine, low, high)
             out[index] = mine if len(mine) >= 3 else None
         start = end
     return out
@@ -570,179 +571,7 @@ def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
     samples = np.ones((len(rays), per_edge, 3))
     samples[:, :, :2] = rays[:, None, :] + steps * (rays[following] - rays)[:, None, :]
     pixels = project(samples.reshape(-1, 3))
-    _fill_polygons(canvas, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces])
-
-
-def _clip_box(polygon: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """The part (M, 2) of a convex polygon (N, 2) inside the box [low, high] (Sutherland-Hodgman;
-    on Python floats: a few points, where numpy's per-call cost would dominate)."""
-    if np.all((polygon >= low) & (polygon <= high)):
-        return polygon
-    points = polygon.tolist()
-    for axis in (0, 1):
-        for bound, sign in ((float(low[axis]), 1.0), (float(high[axis]), -1.0)):
-            if not points:
-                return np.empty((0, 2))
-            inside = [sign * (p[axis] - bound) >= 0 for p in points]
-            out = []
-            n = len(points)
-            for i in range(n):
-                a, b = points[i], points[(i + 1) % n]
-                if inside[i]:
-                    out.append(a)
-                if inside[i] != inside[(i + 1) % n]:
-                    t = (bound - a[axis]) / (b[axis] - a[axis])
-                    out.append([a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])])
-            points = out
-    return np.array(points, dtype=np.float64).reshape(-1, 2)
-
-
-def _fill_polygon(canvas: np.ndarray, outline_px: np.ndarray, albedo: float) -> None:
-    """Composite a uniform polygon (outline (N, 2) distorted pixels, in order) over ``canvas``
-    (see :func:`_fill_polygons`)."""
-    _fill_polygons(canvas, [outline_px], [albedo])
-
-
-def _fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float]) -> None:
-    """Composite uniform polygons (outlines (N, 2) distorted pixels, in order) over ``canvas``,
-    one after the other. A polygon's coverage of a pixel is the share of the pixel's 4x4 sample
-    points inside it (even-odd rule), counted per sample row from the row's crossings with the
-    outline: a pixel wholly inside on all its sample rows is filled at once, the others (the
-    edge pixels) get their count. So the work goes with the polygons' heights in samples and
-    their edges, and with the interior only as a fill, all polygons at once."""
-    height, width = canvas.shape
-    k = POLYGON_SUPERSAMPLE
-    n_faces = len(outlines)
-    sizes = np.array([len(o) for o in outlines])
-    a = np.concatenate(outlines).astype(np.float64)
-    ends = np.cumsum(sizes)
-    following = np.arange(1, len(a) + 1)
-    following[ends - 1] = ends - sizes  # each outline closes on its first point
-    b = a[following]
-    face_of = np.repeat(np.arange(n_faces), sizes)
-    # sample row r lies at y = (r + 0.5) / k - 0.5; an edge crosses the rows with ylo <= y < yhi
-    ylo, yhi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
-    r_first = np.clip(np.ceil(k * ylo + (k - 1) / 2), 0, k * height).astype(np.int64)
-    r_end = np.clip(np.ceil(k * yhi + (k - 1) / 2), 0, k * height).astype(np.int64)
-    n_rows = r_end - r_first
-    total = int(n_rows.sum())
-    if total == 0:
-        return
-    edge = np.repeat(np.arange(len(a)), n_rows)
-    row = np.arange(total) - np.repeat(np.cumsum(n_rows) - n_rows - r_first, n_rows)
-    slope = (b[:, 0] - a[:, 0]) / np.where(yhi > ylo, b[:, 1] - a[:, 1], 1.0)
-    x = a[edge, 0] + ((row + 0.5) / k - 0.5 - a[edge, 1]) * slope[edge]
-    face = face_of[edge]
-    # per face and sample row the leftmost and rightmost crossing (the span of a convex outline;
-    # rows crossed more than twice go through _span_box), scattered without sorting
-    row_lo = int(row.min()) // k
-    n_lines = -(-(int(row.max()) + 1) // k) - row_lo  # pixel rows spanned by the polygons
-    key = face * (k * n_lines) + (row - k * row_lo)
-    size = n_faces * k * n_lines
-    crossings = np.bincount(key, minlength=size)
-    left, right = np.full(size, np.inf), np.full(size, -np.inf)
-    np.minimum.at(left, key, x)
-    np.maximum.at(right, key, x)
-    special = {}
-    for f in np.unique(key[crossings[key] > 2] // (k * n_lines)).tolist():  # not convex: even-odd spans
-        mine = face == f
-        order = np.lexsort((x[mine], row[mine]))
-        xf, rf = x[mine][order], row[mine][order][0::2]
-        first = np.clip(np.ceil(k * xf[0::2] + (k - 1) / 2), 0, k * width).astype(np.int64)
-        end = np.clip(np.ceil(k * xf[1::2] + (k - 1) / 2), 0, k * width).astype(np.int64)
-        if np.any(end > first):
-            special[f] = _span_box(first[end > first], end[end > first], rf[end > first] // k, k)
-        else:
-            special[f] = None
-    # sample column c (at (c + 0.5) / k - 0.5) is inside when left <= x < right
-    big = k * (width + 2)
-    with np.errstate(invalid="ignore"):
-        starts = np.clip(np.ceil(k * left + (k - 1) / 2), 0, k * width)
-        stops = np.clip(np.ceil(k * right + (k - 1) / 2), 0, k * width)
-    empty = ~(stops > starts)  # no crossing (inf), or no sample inside
-    starts = np.where(empty, big, starts).astype(np.int64).reshape(-1, k)  # (faces * n_lines, k)
-    stops = np.where(empty, -1, stops).astype(np.int64).reshape(-1, k)
-    columns = range(k)
-    lo = functools.reduce(np.minimum, (starts[:, c] for c in columns)) // k  # pixels touched: [lo, hi)
-    hi = -(-functools.reduce(np.maximum, (stops[:, c] for c in columns)) // k)
-    full_lo = -(-functools.reduce(np.maximum, (starts[:, c] for c in columns)) // k)  # wholly inside
-    full_hi = functools.reduce(np.minimum, (stops[:, c] for c in columns)) // k
-    inner = full_lo < full_hi
-    left_end, right_lo = np.where(inner, full_lo, hi), np.where(inner, full_hi, hi)
-    runs = np.stack([np.maximum(left_end - lo, 0), np.maximum(hi - right_lo, 0)], axis=1).ravel()
-    run_x = np.stack([lo, right_lo], axis=1).ravel()
-    line = np.repeat(np.arange(n_faces * n_lines).repeat(2), runs)  # face * height + y of each edge pixel
-    xs = np.repeat(run_x, runs) + np.arange(len(line)) - np.repeat(np.cumsum(runs) - runs, runs)
-    cover = np.minimum(stops[line], k * xs[:, None] + k) - np.maximum(starts[line], k * xs[:, None])
-    alpha = (np.clip(cover, 0, k).sum(axis=1) * (1.0 / k**2)).astype(np.float32)
-    ys = line % n_lines + row_lo
-    bounds = np.searchsorted(line, np.arange(n_faces + 1) * n_lines).tolist()
-    inner = inner.reshape(n_faces, n_lines)
-    has_inner = inner.any(axis=1).tolist()
-    full_lo, full_hi = full_lo.reshape(n_faces, n_lines), full_hi.reshape(n_faces, n_lines)
-    # each face's box of wholly covered pixels (rows [r0, r1), columns [c0, c1)), and its rows'
-    # spans as start and width on 16 bits when the image is narrower than 2**15
-    r0s = np.argmax(inner, axis=1).tolist()
-    r1s = (n_lines - np.argmax(inner[:, ::-1], axis=1)).tolist()
-    c0s = np.where(inner, full_lo, k * width).min(axis=1).tolist()
-    c1s = np.where(inner, full_hi, 0).max(axis=1).tolist()
-    signed, unsigned = (np.int16, np.uint16) if width < 2**15 else (np.int64, np.uint64)
-    span_lo = full_lo.astype(signed)[:, :, None]
-    span_width = np.maximum(full_hi - full_lo, 0).astype(unsigned)[:, :, None]
-    for f in range(n_faces):
-        albedo = np.float32(albedos[f])
-        if f in special:
-            if special[f] is not None:
-                x0, y0, counts = special[f]
-                _composite_coverage(canvas[y0:y0 + counts.shape[0], x0:x0 + counts.shape[1]], counts, albedo)
-            continue
-        if has_inner[f]:
-            r0, r1, c0, c1 = r0s[f], r1s[f], c0s[f], c1s[f]
-            # lo <= col < lo + width as one unsigned comparison of col - lo with the width: 6x
-            # cheaper than two comparisons and an and
-            mask = (np.arange(c0, c1, dtype=signed) - span_lo[f, r0:r1]).view(unsigned) < span_width[f, r0:r1]
-            np.copyto(canvas[row_lo + r0:row_lo + r1, c0:c1], albedo, where=mask)
-        e0, e1 = bounds[f], bounds[f + 1]
-        if e1 > e0:
-            y, x_, a_ = ys[e0:e1], xs[e0:e1], alpha[e0:e1]
-            under = canvas[y, x_]
-            under *= 1.0 - a_
-            under += albedo * a_
-            canvas[y, x_] = under
-
-
-def _span_box(first: np.ndarray, end: np.ndarray, row: np.ndarray, k: int) -> tuple[int, int, np.ndarray]:
-    """(x0, y0, counts) of spans [first, end) of sample columns on pixel rows ``row``: the
-    covered samples per pixel over the spans' pixel box."""
-    x0, y0 = int(first.min()) // k, int(row.min())
-    w, h = -(-int(end.max()) // k) - x0, int(row.max()) + 1 - y0
-    return x0, y0, _span_counts(first - k * x0, end - k * x0, row - y0, w, h, k)
-
-
-def _span_counts(first: np.ndarray, end: np.ndarray, row: np.ndarray, w: int, h: int, k: int) -> np.ndarray:
-    """(h, w) number of covered samples per pixel from spans [first, end) of sample columns on
-    pixel rows ``row`` (any number of spans per row)."""
-    full_lo, full_hi = -(-first // k), end // k  # pixels [full_lo, full_hi) wholly inside the span
-    spans = full_hi > full_lo
-    one = full_lo > full_hi  # the span inside a single pixel
-    cut_lo = ~one & (first < k * full_lo)
-    cut_hi = ~one & (end > k * full_hi)
-    starts = row[spans] * (w + 1)
-    diff = np.bincount(np.concatenate([starts + full_lo[spans], starts + full_hi[spans]]),
-                       np.repeat([k, -k], len(starts)), h * (w + 1))
-    part = np.bincount(
-        np.concatenate([row[one] * w + first[one] // k, row[cut_lo] * w + first[cut_lo] // k,
-                        row[cut_hi] * w + full_hi[cut_hi]]),
-        np.concatenate([(end - first)[one], (k * full_lo - first)[cut_lo], (end - k * full_hi)[cut_hi]]),
-        h * w)
-    return np.cumsum(diff.reshape(h, w + 1)[:, :w], axis=1) + part.reshape(h, w)
-
-
-def _composite_coverage(roi: np.ndarray, counts: np.ndarray, albedo: float) -> None:
-    """A uniform ``albedo`` over ``roi`` with coverage ``counts`` of 16 samples a pixel."""
-    alpha = (counts * (1.0 / POLYGON_SUPERSAMPLE**2)).astype(np.float32)
-    roi *= 1.0 - alpha
-    roi += np.float32(albedo) * alpha
+    fill_polygons(canvas, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces])
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
