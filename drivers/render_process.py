@@ -232,8 +232,8 @@ class RenderProcess:
                  "background_albedo": cam.background_albedo, "occluders": list(cam.occluders),
                  "hidden": hidden}
         if self._seq == 0:
-            state["rng"] = cam._rng.bit_generator.state  # the noise continues where the camera is
-            state["noise_seed"] = cam._seed  # and is read from the same table of draws
+            state["rng"] = cam.imager.rng.bit_generator.state  # the noise continues where the camera is
+            state["noise_seed"] = cam.imager.seed  # and is read from the same table of draws
         return state
 
 
@@ -371,5 +371,4 @@ def _apply(camera: Any, state: dict) -> None:
     for obj, hidden in zip(camera.objects, state["hidden"], strict=True):
         obj.hidden_marker_ids = set(hidden)
     if "rng" in state:
-        camera._rng.bit_generator.state = state["rng"]
-        camera._seed, camera._noise_table = state["noise_seed"], None
+        camera.imager.restart(state["noise_seed"], state["rng"])

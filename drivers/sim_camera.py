@@ -94,6 +94,7 @@ from orbitree.drivers.sim_scene import (
     solid_object,
     table_object,
 )
+from orbitree.drivers.sim_sensor import ImageSensor, SensorModel, line_kernel
 from orbitree.skills.board_model import BoardModel
 from orbitree.skills.se3 import interpolate_pose
 
@@ -114,7 +115,6 @@ __all__ = [
 ]
 HISTORY_S = 0.25  # camera poses kept for the exposure (s)
 LAYER_POSE_TOL = 1e-9  # m, and rad: an on-camera object's cached layer holds within this
-NOISE_OFFSETS = 2**21  # offsets of a frame's window in the camera's table of noise draws
 
 DEFAULT_DISTORTION = (-0.06, 0.08, 4e-4, -3e-4, -0.02)
 
@@ -128,36 +128,6 @@ def default_intrinsics(
     """Square pixels, principal point at the image centre, mild barrel distortion."""
     k = np.array([[focal_px, 0, (width - 1) / 2], [0, focal_px, (height - 1) / 2], [0, 0, 1.0]])
     return CameraIntrinsics(k, np.asarray(dist_coeffs, dtype=np.float64), width, height)
-
-
-@dataclass(frozen=True)
-class SensorModel:
-    """Photometric model. Albedos are in [0, 1]; digital numbers (DN) on 0..255.
-
-    Pixel value = 255 * exposure * light(x, y) * albedo, blurred, plus noise of standard
-    deviation ``sqrt(read_noise_dn**2 + shot_noise_gain * value)``.
-    """
-
-    exposure: float = 1.0
-    gradient: tuple[float, float] = (0.15, -0.1)  # relative change across the width / height
-    vignetting: float = 0.15  # relative loss at the image corner
-    blur_sigma_px: float = 0.7
-    read_noise_dn: float = 1.5
-    shot_noise_gain: float = 0.04  # DN per DN: sigma 3.4 DN at 255 with the read noise
-    gamma: float = 1.0  # output = 255 * (linear / 255) ** (1 / gamma), applied last
-
-    @classmethod
-    def sample(cls, rng: np.random.Generator, *, stress: bool = False) -> SensorModel:
-        """Random conditions for accuracy campaigns: nominal (exposure 0.75-1.15, gradient
-        +-0.2, blur sigma 0.5-1.0 px, read noise 1-2.5 DN, shot gain 0.02-0.06) or ``stress``
-        (exposure 0.4-1.3, gradient +-0.4, vignetting 0.3, blur 0.8-1.5 px, read noise 2-4 DN,
-        shot gain 0.05-0.1, gamma 0.6-1.6)."""
-        if stress:
-            return cls(rng.uniform(0.4, 1.3), tuple(rng.uniform(-0.4, 0.4, 2)), 0.3,
-                       rng.uniform(0.8, 1.5), rng.uniform(2.0, 4.0), rng.uniform(0.05, 0.1),
-                       rng.uniform(0.6, 1.6))
-        return cls(rng.uniform(0.75, 1.15), tuple(rng.uniform(-0.2, 0.2, 2)), 0.15,
-                   rng.uniform(0.5, 1.0), rng.uniform(1.0, 2.5), rng.uniform(0.02, 0.06))
 
 
 @dataclass(frozen=True)
@@ -224,13 +194,9 @@ class SimCamera:
         self._time = 0.0
         self._last_frame_index = -1
         self._frame_count = 0
-        self._rng = np.random.default_rng(seed)
-        self._seed = seed
-        self._noise_table: np.ndarray | None = None  # N(0, 1) float32 draws (see _standard_normal)
+        self.imager = ImageSensor(seed)  # light, blur, noise, quantisation (sim_sensor)
         self._rays: RayTable | None = None
         self._rays_for: CameraIntrinsics | None = None
-        self._light: tuple[SensorModel, CameraIntrinsics, np.ndarray] | None = None
-        self._work: np.ndarray | None = None
 
     # -- Camera protocol -------------------------------------------------------------------
     def setup(self) -> None:
@@ -427,7 +393,7 @@ class SimCamera:
         for occ in self.occluders:
             pts = np.round(np.asarray(occ.polygon) * 16).astype(np.int32)
             cv2.fillPoly(canvas, [pts], float(occ.albedo), cv2.LINE_8, shift=4)
-        return self._expose(canvas)
+        return self.imager.expose(canvas, self.sensor, self.lens)
 
     def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                body2world: np.ndarray | None = None) -> None:
@@ -500,67 +466,6 @@ class SimCamera:
             return canvas
         return cv2.filter2D(canvas, -1, line_kernel(shift), borderType=cv2.BORDER_REPLICATE)
 
-    def _expose(self, albedo: np.ndarray) -> np.ndarray:
-        s = self.sensor
-        signal = self._buffer(albedo.shape)
-        cv2.multiply(albedo, self._light_field(), dst=signal)
-        if s.blur_sigma_px > 0:
-            cv2.GaussianBlur(signal, (0, 0), s.blur_sigma_px, dst=albedo)  # the albedo is spent
-            signal, albedo = albedo, signal
-        # sigma**2 = read**2 + gain * signal, never negative (the signal is a blur of a product
-        # of non-negative planes)
-        sigma = cv2.addWeighted(signal, s.shot_noise_gain, signal, 0.0, s.read_noise_dn**2, dst=albedo)
-        cv2.sqrt(sigma, dst=sigma)
-        noise, sign = self._standard_normal(albedo.shape)
-        cv2.multiply(noise, sigma, dst=sigma, scale=sign)
-        image = cv2.add(signal, sigma, dtype=cv2.CV_8U)  # rounds, saturates
-        if s.gamma != 1.0:
-            lut = 255.0 * (np.arange(256) / 255.0) ** (1.0 / s.gamma)
-            image = cv2.LUT(image, np.clip(np.rint(lut), 0, 255).astype(np.uint8))
-        return image
-
-    def _buffer(self, shape: tuple[int, int]) -> np.ndarray:
-        """A float32 image of ``shape`` kept between frames (the exposure's work space)."""
-        if self._work is None or self._work.shape != shape:
-            self._work = np.empty(shape, np.float32)
-        return self._work
-
-    def _standard_normal(self, shape: tuple[int, int]) -> tuple[np.ndarray, float]:
-        """A frame of N(0, 1) draws ``shape`` (a read-only view) and a sign (+-1) to apply to it.
-
-        The draws are a window of a table of ``H*W + NOISE_OFFSETS`` independent N(0, 1) float32
-        draws made once per camera (from the camera's seed), read at an offset and with a sign
-        drawn per frame from the camera's generator (one draw a frame instead of H*W: the noise
-        cost 3 passes over the frame, now none). Within a frame the values are independent
-        standard normals, so the noise stays white and per pixel; across frames the noise is
-        not independent but a shifted copy (by a random offset among ``NOISE_OFFSETS``, read in
-        row order) of the same table, possibly negated: a pixel's noise in two frames is
-        independent unless their offsets and signs coincide (2 in 4.2 million), and nothing
-        that compares frames at the same or nearby pixels sees a correlation."""
-        size = shape[0] * shape[1]
-        table = self._noise_table
-        if table is None or len(table) != size + NOISE_OFFSETS:
-            table = self._noise_table = np.random.default_rng([self._seed, 2]).standard_normal(
-                size + NOISE_OFFSETS, dtype=np.float32)
-            table.flags.writeable = False
-        draw = int(self._rng.integers(0, 2 * NOISE_OFFSETS))
-        offset = draw >> 1
-        return table[offset:offset + size].reshape(shape), -1.0 if draw & 1 else 1.0
-
-    def _light_field(self) -> np.ndarray:
-        """255 * exposure * illumination, per pixel (cached per sensor model)."""
-        cached = self._light
-        if cached is not None and cached[0] == self.sensor and cached[1] is self.lens:
-            return cached[2]
-        s, intr = self.sensor, self.lens
-        u = (np.arange(intr.width, dtype=np.float32) / intr.width - 0.5)[None, :]
-        v = (np.arange(intr.height, dtype=np.float32) / intr.height - 0.5)[:, None]
-        r2 = (u**2 + v**2) / 0.5  # 1 at the image corners
-        light = (1 + s.gradient[0] * u + s.gradient[1] * v) * (1 - s.vignetting * r2)
-        field_ = (255.0 * s.exposure * light).astype(np.float32)
-        self._light = (s, intr, field_)
-        return field_
-
     def _ray_table(self) -> RayTable:
         """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced."""
         intr = self.lens
@@ -577,24 +482,6 @@ class SimCamera:
             intr.camera_matrix, intr.dist_coeffs,
         )
         return px.reshape(-1, 2)
-
-
-def line_kernel(shift: np.ndarray) -> np.ndarray:
-    """A normalised (odd, odd) kernel: a uniform segment of length ``|shift|`` pixels along
-    ``shift`` (2,), centred (the image of a uniform motion seen over the exposure): 8 samples a
-    pixel along it, each split bilinearly between its four neighbouring pixels."""
-    shift = np.asarray(shift, dtype=np.float64)
-    half = np.ceil(np.abs(shift) / 2.0).astype(int) + 1
-    kernel = np.zeros((2 * half[1] + 1, 2 * half[0] + 1), np.float64)
-    count = max(int(np.ceil(8.0 * np.linalg.norm(shift))), 2)
-    points = half + ((np.arange(count) + 0.5) / count - 0.5)[:, None] * shift  # (x, y) in the kernel
-    base = np.floor(points).astype(int)
-    frac = points - base
-    for dx in (0, 1):
-        for dy in (0, 1):
-            weight = (frac[:, 0] if dx else 1 - frac[:, 0]) * (frac[:, 1] if dy else 1 - frac[:, 1])
-            np.add.at(kernel, (base[:, 1] + dy, base[:, 0] + dx), weight)
-    return (kernel / kernel.sum()).astype(np.float32)
 
 
 def board_scene_camera(

@@ -1,0 +1,154 @@
+"""The simulated camera's image sensor: what turns the scene's albedo into an 8-bit image.
+
+:class:`SensorModel` is the photometric model (exposure, illumination gradient, vignetting,
+optical blur, read and shot noise, gamma); :class:`ImageSensor` applies it frame after frame,
+with what it keeps between frames (the light field per model and lens, a table of noise draws
+made once from the camera's seed, a float work image). :func:`line_kernel` is the image of a
+uniform motion over the exposure (the camera's motion blur). The geometry of what is seen is
+:mod:`orbitree.drivers.sim_render`'s; :mod:`orbitree.drivers.sim_camera` puts the two together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from orbitree.drivers.interfaces import CameraIntrinsics
+
+__all__ = ["NOISE_OFFSETS", "ImageSensor", "SensorModel", "line_kernel"]
+
+NOISE_OFFSETS = 2**21  # offsets of a frame's window in the sensor's table of noise draws
+
+
+@dataclass(frozen=True)
+class SensorModel:
+    """Photometric model. Albedos are in [0, 1]; digital numbers (DN) on 0..255.
+
+    Pixel value = 255 * exposure * light(x, y) * albedo, blurred, plus noise of standard
+    deviation ``sqrt(read_noise_dn**2 + shot_noise_gain * value)``.
+    """
+
+    exposure: float = 1.0
+    gradient: tuple[float, float] = (0.15, -0.1)  # relative change across the width / height
+    vignetting: float = 0.15  # relative loss at the image corner
+    blur_sigma_px: float = 0.7
+    read_noise_dn: float = 1.5
+    shot_noise_gain: float = 0.04  # DN per DN: sigma 3.4 DN at 255 with the read noise
+    gamma: float = 1.0  # output = 255 * (linear / 255) ** (1 / gamma), applied last
+
+    @classmethod
+    def sample(cls, rng: np.random.Generator, *, stress: bool = False) -> SensorModel:
+        """Random conditions for accuracy campaigns: nominal (exposure 0.75-1.15, gradient
+        +-0.2, blur sigma 0.5-1.0 px, read noise 1-2.5 DN, shot gain 0.02-0.06) or ``stress``
+        (exposure 0.4-1.3, gradient +-0.4, vignetting 0.3, blur 0.8-1.5 px, read noise 2-4 DN,
+        shot gain 0.05-0.1, gamma 0.6-1.6)."""
+        if stress:
+            return cls(rng.uniform(0.4, 1.3), tuple(rng.uniform(-0.4, 0.4, 2)), 0.3,
+                       rng.uniform(0.8, 1.5), rng.uniform(2.0, 4.0), rng.uniform(0.05, 0.1),
+                       rng.uniform(0.6, 1.6))
+        return cls(rng.uniform(0.75, 1.15), tuple(rng.uniform(-0.2, 0.2, 2)), 0.15,
+                   rng.uniform(0.5, 1.0), rng.uniform(1.0, 2.5), rng.uniform(0.02, 0.06))
+
+
+class ImageSensor:
+    """A camera's sensor at work: ``expose`` reads one frame out of the rendered albedo.
+
+    ``seed``: the camera's seed; the table of noise draws comes from it, and ``rng`` (a generator
+    of the same seed) draws each frame's offset into the table. ``restart`` puts a copy (the
+    camera's render process) where the original is, so both draw the same noise.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self._noise_table: np.ndarray | None = None  # N(0, 1) float32 draws (see standard_normal)
+        self._light: tuple[SensorModel, CameraIntrinsics, np.ndarray] | None = None
+        self._work: np.ndarray | None = None
+
+    def restart(self, seed: int, rng_state: dict) -> None:
+        """Continue from another sensor's seed and generator state (its next frame's noise)."""
+        self.seed, self._noise_table = seed, None
+        self.rng.bit_generator.state = rng_state
+
+    def expose(self, albedo: np.ndarray, model: SensorModel, lens: CameraIntrinsics) -> np.ndarray:
+        """The 8-bit grey image (H, W) the sensor reads out of ``albedo`` (H, W) float32 (spent:
+        used as work space): light, optical blur, read and shot noise, quantisation, gamma."""
+        s = model
+        signal = self._buffer(albedo.shape)
+        cv2.multiply(albedo, self._light_field(model, lens), dst=signal)
+        if s.blur_sigma_px > 0:
+            cv2.GaussianBlur(signal, (0, 0), s.blur_sigma_px, dst=albedo)  # the albedo is spent
+            signal, albedo = albedo, signal
+        # sigma**2 = read**2 + gain * signal, never negative (the signal is a blur of a product
+        # of non-negative planes)
+        sigma = cv2.addWeighted(signal, s.shot_noise_gain, signal, 0.0, s.read_noise_dn**2, dst=albedo)
+        cv2.sqrt(sigma, dst=sigma)
+        noise, sign = self.standard_normal(albedo.shape)
+        cv2.multiply(noise, sigma, dst=sigma, scale=sign)
+        image = cv2.add(signal, sigma, dtype=cv2.CV_8U)  # rounds, saturates
+        if s.gamma != 1.0:
+            lut = 255.0 * (np.arange(256) / 255.0) ** (1.0 / s.gamma)
+            image = cv2.LUT(image, np.clip(np.rint(lut), 0, 255).astype(np.uint8))
+        return image
+
+    def _buffer(self, shape: tuple[int, int]) -> np.ndarray:
+        """A float32 image of ``shape`` kept between frames (the exposure's work space)."""
+        if self._work is None or self._work.shape != shape:
+            self._work = np.empty(shape, np.float32)
+        return self._work
+
+    def standard_normal(self, shape: tuple[int, int]) -> tuple[np.ndarray, float]:
+        """A frame of N(0, 1) draws ``shape`` (a read-only view) and a sign (+-1) to apply to it.
+
+        The draws are a window of a table of ``H*W + NOISE_OFFSETS`` independent N(0, 1) float32
+        draws made once per sensor (from the camera's seed), read at an offset and with a sign
+        drawn per frame from the sensor's generator (one draw a frame instead of H*W: the noise
+        cost 3 passes over the frame, now none). Within a frame the values are independent
+        standard normals, so the noise stays white and per pixel; across frames the noise is
+        not independent but a shifted copy (by a random offset among ``NOISE_OFFSETS``, read in
+        row order) of the same table, possibly negated: a pixel's noise in two frames is
+        independent unless their offsets and signs coincide (2 in 4.2 million), and nothing
+        that compares frames at the same or nearby pixels sees a correlation."""
+        size = shape[0] * shape[1]
+        table = self._noise_table
+        if table is None or len(table) != size + NOISE_OFFSETS:
+            table = self._noise_table = np.random.default_rng([self.seed, 2]).standard_normal(
+                size + NOISE_OFFSETS, dtype=np.float32)
+            table.flags.writeable = False
+        draw = int(self.rng.integers(0, 2 * NOISE_OFFSETS))
+        offset = draw >> 1
+        return table[offset:offset + size].reshape(shape), -1.0 if draw & 1 else 1.0
+
+    def _light_field(self, model: SensorModel, lens: CameraIntrinsics) -> np.ndarray:
+        """255 * exposure * illumination, per pixel (cached per sensor model and lens)."""
+        cached = self._light
+        if cached is not None and cached[0] == model and cached[1] is lens:
+            return cached[2]
+        s, intr = model, lens
+        u = (np.arange(intr.width, dtype=np.float32) / intr.width - 0.5)[None, :]
+        v = (np.arange(intr.height, dtype=np.float32) / intr.height - 0.5)[:, None]
+        r2 = (u**2 + v**2) / 0.5  # 1 at the image corners
+        light = (1 + s.gradient[0] * u + s.gradient[1] * v) * (1 - s.vignetting * r2)
+        field_ = (255.0 * s.exposure * light).astype(np.float32)
+        self._light = (s, intr, field_)
+        return field_
+
+
+def line_kernel(shift: np.ndarray) -> np.ndarray:
+    """A normalised (odd, odd) kernel: a uniform segment of length ``|shift|`` pixels along
+    ``shift`` (2,), centred (the image of a uniform motion seen over the exposure): 8 samples a
+    pixel along it, each split bilinearly between its four neighbouring pixels."""
+    shift = np.asarray(shift, dtype=np.float64)
+    half = np.ceil(np.abs(shift) / 2.0).astype(int) + 1
+    kernel = np.zeros((2 * half[1] + 1, 2 * half[0] + 1), np.float64)
+    count = max(int(np.ceil(8.0 * np.linalg.norm(shift))), 2)
+    points = half + ((np.arange(count) + 0.5) / count - 0.5)[:, None] * shift  # (x, y) in the kernel
+    base = np.floor(points).astype(int)
+    frac = points - base
+    for dx in (0, 1):
+        for dy in (0, 1):
+            weight = (frac[:, 0] if dx else 1 - frac[:, 0]) * (frac[:, 1] if dy else 1 - frac[:, 1])
+            np.add.at(kernel, (base[:, 1] + dy, base[:, 0] + dx), weight)
+    return (kernel / kernel.sum()).astype(np.float32)
