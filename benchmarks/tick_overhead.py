@@ -25,9 +25,12 @@ from orbitree.nodes.build import build_tree
 from orbitree.nodes.context import Context
 from orbitree.runtime.executive import Executive
 
+# statuses changing every few ticks, children stopped by their parents (the inverter's, the
+# retry's, the reactive fallback's), feedback counting down, a blackboard key written per cycle
+# (tests/runtime/test_tick_records.py checks the tick log on this tree, with a non-ASCII name)
 CYCLE = """
           - sequence:
-              name: cycle {i}
+              name: cycle {i}{suffix}
               children:
                 - set: {{key: /bench/phase{i}, value: {i}}}
                 - fallback:
@@ -48,8 +51,10 @@ CYCLE = """
 """
 
 
-def mission_text(ticks: int, rate: float) -> str:
-    cycles = "".join(CYCLE.format(i=i) for i in range(3))
+def mission_text(ticks: int, rate: float, cycles: int = 3, name_suffix: str = "") -> str:
+    """The benchmark's mission: ``cycles`` cycles in a sequence repeated forever, for ``ticks``
+    ticks at ``rate`` Hz; ``name_suffix`` ends each cycle's name."""
+    cycles = "".join(CYCLE.format(i=i, suffix=name_suffix) for i in range(cycles))
     return f"""mission: bench
 rate_hz: {rate}
 max_duration: {ticks / rate} s

@@ -3,46 +3,31 @@ though the tick log formats them itself and looks only at the nodes ticked or st
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import re
+from pathlib import Path
 
 from orbitree.behaviours.catalogue import load_mission
 from orbitree.runtime.executive import Executive
 from orbitree.runtime.recorder import decimal_text, dumps
 from orbitree.runtime.ticklog import TickLog
 
-# statuses changing every few ticks, children stopped by their parents (the inverter's, the
-# retry's, the reactive fallback's), feedback counting down, a blackboard key written per cycle
-CYCLE = """
-          - sequence:
-              name: cycle {i} µ
-              children:
-                - set: {{key: /bench/phase{i}, value: {i}}}
-                - fallback:
-                    reactive: true
-                    children:
-                      - condition: {{key: /bench/force, below: 30 N}}
-                      - log: force high
-                - parallel:
-                    policy: all
-                    children:
-                      - wait: 30 ms
-                      - condition: {{key: /bench/phase{i}, equals: {i}}}
-                - retry:
-                    attempts: 2
-                    child:
-                      timeout: {{duration: 1 s, child: {{wait: 20 ms}}}}
-                - inverter: {{child: {{fail: {{}}}}}}
-"""
+
+def _benchmark():
+    """benchmarks/tick_overhead.py, whose tree these tests log (loaded from its file)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tick_overhead.py"
+    spec = importlib.util.spec_from_file_location("tick_overhead_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def mission_file(tmp_path):
-    text = "mission: cycles\nrate_hz: 125\nmax_duration: 2 s\nblackboard: {/bench/force: 12.0}\n" \
-           "tree:\n  repeat:\n    count: -1\n    child:\n      sequence:\n        name: body\n" \
-           "        children:" + "".join(CYCLE.format(i=i) for i in range(2))
+    """The benchmark's tree, two cycles with a non-ASCII name (the log escapes it), 250 ticks."""
     path = tmp_path / "m.yaml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(_benchmark().mission_text(250, 125.0, cycles=2, name_suffix=" µ"), encoding="utf-8")
     return path
 
 
