@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import py_trees
-from py_trees.common import OneShotPolicy
+from py_trees.common import OneShotPolicy, Status
 
 from orbitree.language.parser import NodeSpec
 from orbitree.nodes.context import Context
@@ -47,6 +47,39 @@ class BuiltTree:
     def phase_ids(self, names: list[str] | None = None) -> list[int]:
         """Node ids of the mission's top-level phases: :func:`orbitree.nodes.structure.phase_ids`."""
         return phase_ids(self.structure(), names)
+
+    def failing_path(self) -> str:
+        """``a > b > leaf: message``: the failing path from the root's child down to the deepest
+        node that failed (the last failed child at each level), and the deepest message given."""
+        children: dict[int, list[int]] = {}
+        for i, parent in enumerate(self.parents):
+            if parent is not None:
+                children.setdefault(parent, []).append(i)
+        path, node = [0], 0
+        while True:
+            failed = [c for c in children.get(node, []) if self.behaviours[c].status == Status.FAILURE]
+            if not failed:
+                break
+            node = failed[-1]
+            path.append(node)
+        message = next((m for i in reversed(path) if (m := self.behaviours[i].feedback_message)), "")
+        names = " > ".join(self.specs[i].name for i in (path[1:] or path))
+        return f"{names}: {message}" if message else names
+
+    def culprit(self, exc: BaseException) -> str:
+        """``node 'name' (kind, file:line:col) `` of the deepest node of this tree whose method is
+        on ``exc``'s traceback (the leaf that raised, or the composite above it), or ``""``."""
+        index = {id(b): i for i, b in enumerate(self.behaviours)}
+        tb, found = exc.__traceback__, None
+        while tb is not None:
+            owner = tb.tb_frame.f_locals.get("self")
+            if owner is not None and id(owner) in index:
+                found = index[id(owner)]
+            tb = tb.tb_next
+        if found is None:
+            return ""
+        spec = self.specs[found]
+        return f"node {spec.name!r} ({spec.kind}, {spec.where()}) "
 
 
 def _as_written(spec: NodeSpec) -> dict:

@@ -298,7 +298,7 @@ class Executive:
             status = "ABORTED"
         except Exception as exc:  # a bug in a leaf or driver: stop everything, report, exit 1
             status = "ABORTED"
-            reason = f"{self._culprit(exc)}raised {type(exc).__name__}: {exc}"
+            reason = f"{self.tree.culprit(exc)}raised {type(exc).__name__}: {exc}"
             error = "".join(traceback.format_exception(exc))
         finally:
             sys.setswitchinterval(switch)
@@ -413,7 +413,7 @@ class Executive:
         if root_status == Status.SUCCESS:
             return "SUCCESS", "tree returned SUCCESS"
         if root_status == Status.FAILURE:
-            return "FAILURE", f"tree returned FAILURE: {self._why_failed()}"
+            return "FAILURE", f"tree returned FAILURE: {self.tree.failing_path()}"
         max_duration = self.mission.model.max_duration
         if now + self.ctx.period > max_duration - 1e-9:
             return self.supervisor.out_of_time() or ("FAILURE", f"max_duration {max_duration:g} s reached")
@@ -466,39 +466,6 @@ class Executive:
                 finally:
                     driver.shutdown()
         return halted
-
-    def _why_failed(self) -> str:
-        """``a > b > leaf: message``: the failing path from the root's child down to the deepest
-        node that failed (the last failed child at each level), and the deepest message given."""
-        tree = self.tree
-        children: dict[int, list[int]] = {}
-        for i, parent in enumerate(tree.parents):
-            if parent is not None:
-                children.setdefault(parent, []).append(i)
-        path, node = [0], 0
-        while True:
-            failed = [c for c in children.get(node, []) if tree.behaviours[c].status == Status.FAILURE]
-            if not failed:
-                break
-            node = failed[-1]
-            path.append(node)
-        message = next((m for i in reversed(path) if (m := tree.behaviours[i].feedback_message)), "")
-        names = " > ".join(tree.specs[i].name for i in (path[1:] or path))
-        return f"{names}: {message}" if message else names
-
-    def _culprit(self, exc: BaseException) -> str:
-        behaviours = {id(b): i for i, b in enumerate(self.tree.behaviours)}
-        tb = exc.__traceback__
-        found = None
-        while tb is not None:
-            owner = tb.tb_frame.f_locals.get("self")
-            if owner is not None and id(owner) in behaviours:
-                found = behaviours[id(owner)]
-            tb = tb.tb_next
-        if found is None:
-            return ""
-        spec = self.tree.specs[found]
-        return f"node {spec.name!r} ({spec.kind}, {spec.where()}) "
 
     def _structure(self) -> list[dict[str, Any]]:
         """The header's ``nodes``: the mission tree, then the recovery tree (``"tree":

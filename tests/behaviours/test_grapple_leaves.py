@@ -109,7 +109,7 @@ def mission(tmp_path_factory):
                      for r in ("left", "right") if (c := bench.contact(r)) is not None})
         spins.append(bench.world.satellites["mockup"].spin())
         internal.append(bench.get("/grapple/internal_force"))
-        assert tick.status["bench"] != Status.FAILURE, bench.executive._why_failed()
+        assert tick.status["bench"] != Status.FAILURE, bench.executive.tree.failing_path()
         assert tick.t < 20.0
     return bench, held, pads, spins, internal
 
