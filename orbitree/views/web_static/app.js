@@ -388,12 +388,13 @@
 
   function fitTree() {
     const box = treeSvg.getBoundingClientRect();
+    if (!box.width || !box.height) return;  // not laid out yet: fitted when it is (treeResized)
     const pad = 20;
     const w = content.w + 2 * pad, h = content.h + 2 * pad;
     // a small tree is enlarged up to 1.35; a big one shrinks no further than MIN_SCALE (pan and zoom)
     const fits = Math.min(1.35, box.width / w || 1, box.height / h || 1);
     const scale = Math.max(MIN_SCALE, fits);
-    view = { x: -pad, y: -pad, w: box.width / scale || w, h: box.height / scale || h };
+    view = { x: -pad, y: -pad, w: box.width / scale, h: box.height / scale };
     if (fits < MIN_SCALE) {  // too big to show whole: show where the tree is running
       const running = S.nodes.filter((n) => S.statuses[n.id] === "RUNNING" && nodeEls[n.id]);
       const at = running.length ? running[running.length - 1] : null;  // the deepest, in pre-order
@@ -436,6 +437,14 @@
   });
   treeSvg.addEventListener("pointerup", () => { drag = null; treeSvg.classList.remove("dragging"); });
   window.addEventListener("resize", () => schedule("fit", "plots"));
+  // the tree's own box changes without the window's too (the page laid out after the first fit,
+  // a panel shown or hidden): the fitted scale was measured on the old box, so fit again
+  let treeBox = "";
+  const treeResized = new ResizeObserver(([entry]) => {
+    const size = `${Math.round(entry.contentRect.width)}x${Math.round(entry.contentRect.height)}`;
+    if (size !== treeBox) { treeBox = size; schedule("fit"); }
+  });
+  treeResized.observe(treeSvg);
 
   // ------------------------------------------------------------------------------------------
   // node detail
