@@ -148,6 +148,7 @@ class SimRobot:
         self._lower = np.array(self._limits.joint_lower, dtype=float)
         self._upper = np.array(self._limits.joint_upper, dtype=float)
         self._speed_limit = np.array(self._limits.joint_speed, dtype=float)
+        self._lower_list, self._upper_list = self._lower.tolist(), self._upper.tolist()
         for label, array in (
             ("joint_speed", self._speed_limit),
             ("joint_lower", self._lower),
@@ -404,7 +405,8 @@ class SimRobot:
         self._cmd_time = self._t
 
     def _in_range(self, q: np.ndarray) -> bool:
-        return bool((q >= self._lower).all() and (q <= self._upper).all())
+        # numpy's comparisons, on floats (a NaN is out of range either way): once a period
+        return all(lo <= v <= hi for lo, v, hi in zip(self._lower_list, q.tolist(), self._upper_list, strict=True))
 
     def _pose_and_jacobian(self, table: kin.DHTable) -> tuple[np.ndarray, np.ndarray]:
         """``kin.pose_and_jacobian(table, q, tool)`` now, computed once per joint state and tool
@@ -505,7 +507,7 @@ class SimRobot:
             if norm > step_size:
                 factor = min(factor, step_size / norm)
         self._twist_ref = self._twist_ref + factor * change
-        if not np.any(self._twist_ref) and not np.any(self._twist_cmd):
+        if not self._twist_ref.any() and not self._twist_cmd.any():
             self._mode = _Mode.STOPPING
         return self._dls(jacobian, self._twist_ref)
 

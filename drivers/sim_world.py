@@ -220,8 +220,13 @@ class SimWorld:
             if twist is not None:
                 self.peaks["speed_mps"] = max(self.peaks["speed_mps"], _norm(twist[:3]))
             if xyz is not None and self.workspace_box is not None:
+                # how far outside the box: numpy's subtractions and maximum, on floats (a NaN
+                # position gives NaN, as numpy's maximum makes it)
                 low, high = self.workspace_box
-                out = float(np.max(np.maximum(low - xyz, xyz - high)))
+                (x0, y0, z0), (x1, y1, z1) = np.asarray(low, float).tolist(), np.asarray(high, float).tolist()
+                x, y, z = xyz.tolist()
+                out = max(x0 - x, y0 - y, z0 - z, x - x1, y - y1, z - z1) if x == x and y == y and z == z \
+                    else math.nan
                 self.peaks["workspace_exit_m"] = max(self.peaks.get("workspace_exit_m", 0.0), out)
         self.time += dt
         for camera in self.cameras.values():

@@ -60,7 +60,7 @@ _I4 = _readonly(np.eye(4))
 
 def _nonnegative(value: float, name: str) -> float:
     number = float(value)
-    if not np.isfinite(number) or number < 0.0:
+    if not math.isfinite(number) or number < 0.0:
         raise ValueError(f"{name} must be finite and >= 0, got {value}")
     return number
 
@@ -196,14 +196,19 @@ def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -
     None). ``q`` : (n,) rad; ``tool`` : (4, 4) tcp2flange.
     """
     n = table.n_joints
-    joints = check_vector(q, n, "q")
+    joints = np.asarray(q, dtype=float)
+    if joints.shape != (n,):
+        raise ValueError(f"q must have shape ({n},), got {joints.shape}")
+    values = joints.tolist()  # check_vector's finiteness test on the floats the angles need anyway
+    if not all(map(math.isfinite, values)):
+        raise ValueError(f"q must be finite, got {joints}")
     frames = np.empty((n + 2, 4, 4))
     frames[0] = _I4
     # the link transforms in one array (a hot path: the simulated arm runs it several times a
     # tick): Rz(theta) times the joint's constant Tz(d)·Tx(a)·Rx(alpha)·Ry(beta) (for DH joints
     # the same bits as link_transform)
     fixed = _fixed_links(table)
-    thetas = [angle + offset for angle, offset in zip(joints.tolist(), table.theta_offset, strict=True)]
+    thetas = [angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)]
     ct = np.array([math.cos(theta) for theta in thetas])[:, None]
     st = np.array([math.sin(theta) for theta in thetas])[:, None]
     links = fixed.copy()
@@ -280,7 +285,7 @@ def scheduled_damping(sigma_min: float, damping: float, threshold: float) -> flo
     ``threshold``, 0 above it (Nakamura / Chiaverini schedule; continuous in ``sigma_min``)."""
     if threshold <= 0.0 or sigma_min >= threshold:
         return 0.0
-    return damping * float(np.sqrt(1.0 - (sigma_min / threshold) ** 2))
+    return damping * math.sqrt(1.0 - (sigma_min / threshold) ** 2)  # np.sqrt's value (both exact-rounded)
 
 
 def dls_joint_velocity(
@@ -321,7 +326,10 @@ def dls_from_svd(
             float(sigma[-1]), lam, _nonnegative(singular_threshold, "threshold")
         )
     denominator = sigma**2 + lam**2
-    gains = np.divide(sigma, denominator, out=np.zeros_like(sigma), where=denominator > 1e-300)
+    if min(denominator.tolist()) > 1e-300:  # the usual case: a plain division, the same quotients
+        gains = sigma / denominator
+    else:
+        gains = np.divide(sigma, denominator, out=np.zeros_like(sigma), where=denominator > 1e-300)
     return vt.T @ (gains * (u.T @ xd))
 
 
@@ -332,6 +340,14 @@ def uniform_scale(values: np.ndarray, limits: np.ndarray | float) -> tuple[np.nd
     same shape as ``values``.
     """
     vals = np.asarray(values, dtype=float)
+    if vals.ndim == 1 and isinstance(limits, float):  # the hot case (one limit for a vector), on floats:
+        if limits <= 0.0:  # the same comparisons and quotients as below, without numpy's per-call cost
+            raise ValueError(f"limits must be > 0, got {limits}")
+        quotients = [limits / m for m in map(abs, vals.tolist()) if m > limits]
+        if not quotients:
+            return vals.copy(), 1.0
+        factor = min(quotients)
+        return vals * factor, factor
     lims = np.asarray(limits, dtype=float)
     if lims.ndim and lims.shape != vals.shape:
         lims = np.broadcast_to(lims, vals.shape)

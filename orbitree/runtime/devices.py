@@ -25,6 +25,7 @@ from orbitree.language.keys import robot_key
 from orbitree.language.loader import calibration_path
 from orbitree.language.world_spec import RobotSpec, TargetSpec, start_configuration
 from orbitree.nodes.context import Context
+from orbitree.skills.se3 import vector_norm
 
 _COMMANDS = ("speed_l", "servo_l", "move_l", "move_j", "stop", "zero_ft")
 
@@ -132,12 +133,12 @@ class RobotDevice:
             p + "tcp_twist": state.tcp_twist,
             p + "protective_stop": state.protective_stop,
         }
-        self.max_tcp_speed = max(self.max_tcp_speed, float(np.linalg.norm(state.tcp_twist[:3])))
+        self.max_tcp_speed = max(self.max_tcp_speed, vector_norm(state.tcp_twist[:3]))
         if self.spec.ft and state.wrench_stamp != self._wrench_stamp:
             # a reading the sensor did not renew (ft_dropout) is not re-stamped: the key goes stale
             self._wrench_stamp = state.wrench_stamp
             out[p + "wrench"] = state.wrench
-            self.max_force = max(self.max_force, float(np.linalg.norm(state.wrench[:3])))
+            self.max_force = max(self.max_force, vector_norm(state.wrench[:3]))
         if self.camera is not None:
             frame = self.camera.read()
             if frame is not None:

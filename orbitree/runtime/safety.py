@@ -42,6 +42,7 @@ import py_trees
 from orbitree.language.keys import robot_key
 from orbitree.language.world_spec import SafetySpec
 from orbitree.nodes.context import Context
+from orbitree.skills.se3 import vector_norm
 
 MOTION_KINDS = ("force", "torque", "tcp_speed", "workspace")
 
@@ -90,7 +91,7 @@ class SafetyMonitor:
 
         wrench = storage.get(p + "wrench")
         if wrench is not None:
-            force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
+            force, torque = vector_norm(wrench[:3]), vector_norm(wrench[3:])
             f_max = max(s.max_force, self.raised.get((name, "force"), 0.0))
             t_max = max(s.max_torque, self.raised.get((name, "torque"), 0.0))
             # judged once per new reading (debounce counts readings, not ticks); a reading that
@@ -102,7 +103,7 @@ class SafetyMonitor:
                 violation("torque", torque, t_max, f"{name}: wrist torque {torque:.2f} N·m > {t_max:g} N·m")
         twist = storage.get(p + "tcp_twist")
         if twist is not None:
-            speed = float(np.linalg.norm(twist[:3]))
+            speed = vector_norm(twist[:3])
             v_max = max(s.max_tcp_speed, self.raised.get((name, "tcp_speed"), 0.0))
             if speed > v_max:
                 violation("tcp_speed", speed, v_max,

@@ -272,3 +272,16 @@ def test_trapezoid_profile_is_monotonic_continuous_and_within_its_speed() -> Non
     assert speeds.max() <= 0.3 + 1e-9
     with pytest.raises(ValueError, match="speed > 0"):
         kin.TrapezoidProfile(1.0, 0.0, 1.0)
+
+
+def test_uniform_scale_scalar_limit_matches_the_per_joint_limit_bit_for_bit() -> None:
+    # the scalar limit runs on Python floats; a (n,) array of the same limit runs on numpy
+    rng = np.random.default_rng(11)
+    for values in rng.normal(size=(300, 6)) * 10.0 ** rng.uniform(-3, 1, (300, 1)):
+        limit = float(rng.uniform(0.01, 2.0))
+        scaled, factor = kin.uniform_scale(values, limit)
+        expected, expected_factor = kin.uniform_scale(values, np.full(6, limit))
+        assert factor == expected_factor and np.array_equal(scaled, expected)
+        assert np.max(np.abs(scaled)) <= limit * (1.0 + 1e-15)
+    with pytest.raises(ValueError, match="limits must be > 0"):
+        kin.uniform_scale(np.ones(6), 0.0)
