@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 ECC_UPSAMPLE = 8  # the template is drawn at 8x and area-averaged down: exact anti-aliasing
+_COUNT_OR_EPS = cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS
 
 
 def to_gray(image: np.ndarray) -> np.ndarray:
@@ -188,14 +189,15 @@ class _Templates:
 
 def _templates(
     cache: dict | None, dictionary: cv2.aruco.Dictionary, marker_id: int, side: float,
-    white_margin_cells: float, blur_px: float,
+    white_margin_cells: float, blur_px: float, cells: int,
 ) -> tuple[_Templates, float]:
     """The marker's ECC templates for a black square ``side`` px wide (from ``cache`` when
     given) and the rounded sigma under which its coarse template is kept. The fine template
     depends on the 8x cell size (an integer); the coarse one is blurred by max(1, side / 30),
     with the sigma of the first side that rounded to the same 0.01 (as drawing every pair of
-    size and rounded sigma once would); the cache is emptied past 256 such pairs."""
-    cell_hi = max(1, round(side * ECC_UPSAMPLE / (dictionary.markerSize + 2)))
+    size and rounded sigma once would); the cache is emptied past 256 such pairs. ``cells``: the
+    marker's side in cells, border included (``dictionary.markerSize + 2``)."""
+    cell_hi = max(1, round(side * ECC_UPSAMPLE / cells))
     sigma = max(1.0, side / 30)
     rounded = round(sigma, 2)
     if cache is None:
@@ -308,7 +310,7 @@ def refine_ecc(
     pixels (e.g. projected from a predicted pose), not the detector's distorted ones.
     ``undistort_maps``: :func:`undistortion_maps` of the image, reused between calls.
     """
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, eps)
+    criteria = (_COUNT_OR_EPS, max_iterations, eps)
     out: list[np.ndarray] = []
     if len(corners) != len(ids):
         raise ValueError(f"{len(corners)} corner sets for {len(ids)} ids")
@@ -317,9 +319,10 @@ def refine_ecc(
     all_ideal = np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2)
     if not ideal_corners:
         all_ideal = undistort_corners(all_ideal, camera_matrix, dist_coeffs)
-    maps = undistort_maps if dist_coeffs is not None and bool(np.any(dist_coeffs)) else None
+    maps = undistort_maps if dist_coeffs is not None and bool(np.asarray(dist_coeffs).any()) else None
     map_h, map_w = (0, 0) if maps is None else maps[0].shape
     pad_rate = 0.1 + white_margin_cells / 9
+    cells = dictionary.markerSize + 2
     passes = (True,) if coarse_first else (False, True)
     # per marker, its side, window and starting corners in the window in Python floats: a few
     # dozen numbers, cheaper than as arrays (the same IEEE operations, so the same values)
@@ -348,7 +351,7 @@ def refine_ecc(
             scale = (sx + sy) / 2
             local = [[(x + 0.5) * sx - 0.5, (y + 0.5) * sy - 0.5] for x, y in local]
         made, rounded = _templates(templates, dictionary, int(marker_id), side * scale,
-                                   white_margin_cells, template_blur_px)
+                                   white_margin_cells, template_blur_px, cells)
         start = cv2.getPerspectiveTransform(made.quad, np.array(local, dtype=np.float32))
         limit = max(2.0, max_shift_fraction * side)
         refined = None
