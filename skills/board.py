@@ -570,8 +570,8 @@ class BoardTracker:
     maps of the whole image made once (the same pixels as each window's own maps, without
     computing them per marker and frame: 15 % of the tracker's time per frame). Measured
     (``benchmarks/perception.py --track``, 50 approach frames, 5 passes, pinned to one core,
-    CPU time, the shared machine's load varying): a frame 2.0-2.6 ms, OpenCV's plain pipeline
-    6.6-8.5 ms, median 3.30x over seven runs (2.96-3.51x; 2.94x, 2.72-3.06x, before the Python
+    CPU time, the shared machine's load varying): a frame 1.9-2.6 ms, OpenCV's plain pipeline
+    6.2-8.5 ms, median 3.30x over eleven runs (2.96-3.51x; 2.94x, 2.72-3.06x, before the Python
     around OpenCV went from about 0.17 to 0.10 ms of a frame); what is left is OpenCV's: ECC
     about 0.7-0.8 ms for three markers, the LM refinement of both planar solutions 0.13-0.2, the
     windows' resampling 0.2-0.25, IPPE and the projections 0.05-0.1.
