@@ -10,8 +10,12 @@ Tracking: the frames of a rendered approach (``approach_views``: 0.55 m to 0.15 
 off-centre and tilted 35 deg at first, 1280x720); per frame, side by side, BoardTracker.update,
 estimate_board_pose and OpenCV's plain full-frame pipeline (ArucoDetector with default
 parameters, board matchImagePoints, solvePnP); median time per frame over R passes, the ratio,
-and each one's errors against the truth. Then the same cameras turned away from the board (the
-track lost): the tracker's coarse-to-fine search against its full-size one, per frame.
+and each one's errors against the truth. Times are wall clock and the process's CPU time (the
+same on an idle machine when pinned to one core, where OpenCV runs one thread; on a shared
+machine the wall clock also counts the other processes' turns on the core, the CPU time does
+not, which makes the ratio between them steadier). Then the same cameras
+turned away from the board (the track lost): the tracker's coarse-to-fine search against its
+full-size one, per frame.
 
 Timing: the SIROM board on a table at 0.2-0.5 m, random views (tilt <= 45 deg), default sensor
 model; the focal length scales with the width (900 px at 1280) so every resolution sees the same
@@ -202,6 +206,7 @@ def track(frames: int, repeats: int) -> None:
         return pose
 
     times: dict[str, list[float]] = {"BoardTracker": [], "estimate_board_pose": [], "OpenCV plain": []}
+    cpu: dict[str, list[float]] = {name: [] for name in times}
     errors: dict[str, list[tuple[float, float]]] = {name: [] for name in times}
     for r in range(repeats):
         tracker = BoardTracker(board, k, dist)
@@ -210,20 +215,23 @@ def track(frames: int, repeats: int) -> None:
                               ("estimate_board_pose", lambda im: _matrix(estimate_board_pose(
                                   im, k, dist, board, detector=detector))),
                               ("OpenCV plain", opencv)):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 pose = run(image)
+                cpu[name].append(time.process_time() - c0)
                 times[name].append(time.perf_counter() - t0)
                 if r == 0:
                     dt, dr = pose_distance(pose, truth) if pose is not None else (np.inf, np.inf)
                     errors[name].append((1e3 * dt, np.degrees(dr)))
-    base = np.median(times["OpenCV plain"])
+    base, base_cpu = np.median(times["OpenCV plain"]), np.median(cpu["OpenCV plain"])
     print(f"{frames} approach frames x {repeats} passes, 1280x720; tracker searches of the last pass: "
           f"{tracker.searches}")
-    print("| pipeline | median ms/frame | speed vs OpenCV plain | median / max error mm | max error deg |")
-    print("|---|---|---|---|---|")
+    print("| pipeline | median ms/frame | speed vs OpenCV plain | median CPU ms/frame | CPU speed vs OpenCV plain "
+          "| median / max error mm | max error deg |")
+    print("|---|---|---|---|---|---|---|")
     for name, values in times.items():
         e = np.array(errors[name])
         print(f"| {name} | {1e3 * np.median(values):.2f} | {base / np.median(values):.2f}x | "
+              f"{1e3 * np.median(cpu[name]):.2f} | {base_cpu / np.median(cpu[name]):.2f}x | "
               f"{np.median(e[:, 0]):.3f} / {e[:, 0].max():.3f} | {e[:, 1].max():.3f} |")
     missed = sum(t == np.inf and f != np.inf for (t, _), (f, _) in
                  zip(errors["BoardTracker"], errors["estimate_board_pose"], strict=True))

@@ -22,12 +22,14 @@ Methods:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import cv2
 import numpy as np
 
 ECC_UPSAMPLE = 8  # the template is drawn at 8x and area-averaged down: exact anti-aliasing
+_COUNT_OR_EPS = cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS
 
 
 def to_gray(image: np.ndarray) -> np.ndarray:
@@ -187,14 +189,15 @@ class _Templates:
 
 def _templates(
     cache: dict | None, dictionary: cv2.aruco.Dictionary, marker_id: int, side: float,
-    white_margin_cells: float, blur_px: float,
+    white_margin_cells: float, blur_px: float, cells: int,
 ) -> tuple[_Templates, float]:
     """The marker's ECC templates for a black square ``side`` px wide (from ``cache`` when
     given) and the rounded sigma under which its coarse template is kept. The fine template
     depends on the 8x cell size (an integer); the coarse one is blurred by max(1, side / 30),
     with the sigma of the first side that rounded to the same 0.01 (as drawing every pair of
-    size and rounded sigma once would); the cache is emptied past 256 such pairs."""
-    cell_hi = max(1, round(side * ECC_UPSAMPLE / (dictionary.markerSize + 2)))
+    size and rounded sigma once would); the cache is emptied past 256 such pairs. ``cells``: the
+    marker's side in cells, border included (``dictionary.markerSize + 2``)."""
+    cell_hi = max(1, round(side * ECC_UPSAMPLE / cells))
     sigma = max(1.0, side / 30)
     rounded = round(sigma, 2)
     if cache is None:
@@ -307,84 +310,75 @@ def refine_ecc(
     pixels (e.g. projected from a predicted pose), not the detector's distorted ones.
     ``undistort_maps``: :func:`undistortion_maps` of the image, reused between calls.
     """
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, max_iterations, eps)
+    criteria = (_COUNT_OR_EPS, max_iterations, eps)
     out: list[np.ndarray] = []
     if len(corners) != len(ids):
         raise ValueError(f"{len(corners)} corner sets for {len(ids)} ids")
     if len(ids) == 0:
         return out
-    # every marker's corners undistorted, sides, windows and window coordinates at once (array
-    # operations on all markers, not one set per marker)
     all_ideal = np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2)
     if not ideal_corners:
         all_ideal = undistort_corners(all_ideal, camera_matrix, dist_coeffs)
-    diff = all_ideal[:, _NEXT] - all_ideal
-    sides = np.sqrt(diff[..., 0] * diff[..., 0] + diff[..., 1] * diff[..., 1]).mean(axis=1)
-    pads = np.ceil(sides * (0.1 + white_margin_cells / 9)).astype(int) + 4
-    lows = np.floor(all_ideal.min(axis=1)).astype(int) - pads[:, None]
-    highs = np.ceil(all_ideal.max(axis=1)).astype(int) + pads[:, None]
-    local = all_ideal - lows[:, None, :]
-    sides_list, lows_list, highs_list = sides.tolist(), lows.tolist(), highs.tolist()
-    distorted = dist_coeffs is not None and bool(np.any(dist_coeffs))
-    # markers aligned on their window shrunk: its size and the scale of its two axes
-    sizes: list[tuple[int, int] | None] = [None] * len(sides_list)
-    if max_side_px is not None:
-        scales = np.ones((len(sides_list), 1, 2))
-        for i, (side, (x0, y0), (x1, y1)) in enumerate(zip(sides_list, lows_list, highs_list, strict=True)):
-            if side > max_side_px:
-                size = (max(8, round((x1 - x0) * max_side_px / side)),
-                        max(8, round((y1 - y0) * max_side_px / side)))
-                sizes[i] = size
-                scales[i, 0] = size[0] / (x1 - x0), size[1] / (y1 - y0)
-        shrunk = np.array([size is not None for size in sizes])[:, None, None]
-        # INTER_AREA keeps pixel areas: edges map exactly
-        local = np.where(shrunk, (local + 0.5) * scales - 0.5, local)
-    local32 = local.astype(np.float32)
-    for i, marker_id in enumerate(ids):
-        (x0, y0), (x1, y1), side, size = lows_list[i], highs_list[i], sides_list[i], sizes[i]
-        if distorted and undistort_maps is not None and x0 >= 0 and y0 >= 0 \
-                and x1 <= undistort_maps[0].shape[1] and y1 <= undistort_maps[0].shape[0]:
-            roi = cv2.remap(gray, undistort_maps[0][y0:y1, x0:x1], undistort_maps[1][y0:y1, x0:x1],
+    maps = undistort_maps if dist_coeffs is not None and bool(np.asarray(dist_coeffs).any()) else None
+    map_h, map_w = (0, 0) if maps is None else maps[0].shape
+    pad_rate = 0.1 + white_margin_cells / 9
+    cells = dictionary.markerSize + 2
+    passes = (True,) if coarse_first else (False, True)
+    # per marker, its side, window and starting corners in the window in Python floats: a few
+    # dozen numbers, cheaper than as arrays (the same IEEE operations, so the same values)
+    for i, (quad, marker_id) in enumerate(zip(all_ideal.tolist(), ids, strict=True)):
+        side = 0.0
+        for (xa, ya), (xb, yb) in zip(quad, quad[1:] + quad[:1], strict=True):
+            side += math.sqrt((xb - xa) * (xb - xa) + (yb - ya) * (yb - ya))
+        side /= 4
+        pad = math.ceil(side * pad_rate) + 4
+        xs, ys = [p[0] for p in quad], [p[1] for p in quad]
+        x0, y0 = math.floor(min(xs)) - pad, math.floor(min(ys)) - pad
+        x1, y1 = math.ceil(max(xs)) + pad, math.ceil(max(ys)) + pad
+        if maps is not None and x0 >= 0 and y0 >= 0 and x1 <= map_w and y1 <= map_h:
+            roi = cv2.remap(gray, maps[0][y0:y1, x0:x1], maps[1][y0:y1, x0:x1],
                             cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
         else:
             roi = _undistorted_roi(gray, camera_matrix, dist_coeffs, x0, y0, x1 - x0, y1 - y0)
+        local = [[x - x0, y - y0] for x, y in quad]
         scale = 1.0
-        if size is not None:
+        shrunk = max_side_px is not None and side > max_side_px
+        if shrunk:  # aligned on the window shrunk (INTER_AREA keeps pixel areas: edges map exactly)
+            size = (max(8, round((x1 - x0) * max_side_px / side)),
+                    max(8, round((y1 - y0) * max_side_px / side)))
             roi = cv2.resize(roi, size, interpolation=cv2.INTER_AREA)
             sx, sy = size[0] / (x1 - x0), size[1] / (y1 - y0)
             scale = (sx + sy) / 2
+            local = [[(x + 0.5) * sx - 0.5, (y + 0.5) * sy - 0.5] for x, y in local]
         made, rounded = _templates(templates, dictionary, int(marker_id), side * scale,
-                                   white_margin_cells, template_blur_px)
-        start = cv2.getPerspectiveTransform(made.quad, local32[i])
-        ideal = all_ideal[i]
+                                   white_margin_cells, template_blur_px, cells)
+        start = cv2.getPerspectiveTransform(made.quad, np.array(local, dtype=np.float32))
         limit = max(2.0, max_shift_fraction * side)
         refined = None
-        for coarse in ((True,) if coarse_first else (False, True)):
-            refined, rho = _align(roi, start, made, rounded, coarse, coarse_filter_size,
-                                  gauss_filter_size, criteria, min_correlation)
-            if refined is not None:
-                if size is not None:
-                    refined = (refined + 0.5) / scales[i] - 0.5
-                refined = refined + lows[i]
-                d = refined - ideal
-                if float(np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]).max()) <= limit:
+        for coarse in passes:
+            found, rho = _align(roi, start, made, rounded, coarse, coarse_filter_size,
+                                gauss_filter_size, criteria, min_correlation)
+            if found is not None:
+                if shrunk:
+                    found = [[(x + 0.5) / sx - 0.5 + x0, (y + 0.5) / sy - 0.5 + y0] for x, y in found]
+                else:
+                    found = [[x + x0, y + y0] for x, y in found]
+                if max(math.sqrt((x - xi) * (x - xi) + (y - yi) * (y - yi))
+                       for (x, y), (xi, yi) in zip(found, quad, strict=True)) <= limit:
+                    refined = found
                     break
-            refined = None
-        out.append(ideal if refined is None else refined)
+        out.append(all_ideal[i] if refined is None else np.array(refined))
         if correlations is not None:
             correlations.append(None if refined is None else rho)
     return out
 
 
-_NEXT = [1, 2, 3, 0]  # a quad's next corner
-
-
 def _align(roi: np.ndarray, warp: np.ndarray, made: _Templates, rounded: float, coarse: bool,
            coarse_filter_size: int, fine_filter_size: int, criteria,
-           min_correlation: float) -> tuple[np.ndarray | None, float]:
-    """The template quad (4, 2) in ``roi`` after ECC from ``warp``: the coarse template's pass
-    (when ``coarse``), then the fine one's; None if it did not converge or correlates too little;
-    and the final correlation."""
+           min_correlation: float) -> tuple[list | None, float]:
+    """The template quad (four [x, y] lists) in ``roi`` after ECC from ``warp``: the coarse
+    template's pass (when ``coarse``), then the fine one's; None if it did not converge or
+    correlates too little; and the final correlation."""
     rho = -1.0
     warp = warp.astype(np.float32)
     try:
@@ -397,4 +391,4 @@ def _align(roi: np.ndarray, warp: np.ndarray, made: _Templates, rounded: float, 
         return None, rho
     if rho < min_correlation:
         return None, rho
-    return cv2.perspectiveTransform(made.quad64, warp.astype(np.float64))[0], rho
+    return cv2.perspectiveTransform(made.quad64, warp.astype(np.float64))[0].tolist(), rho
