@@ -134,7 +134,8 @@ class _Tables:
         passive_planes = np.ascontiguousarray(passive.planes.reshape(-1, 4))
         bounds = np.ascontiguousarray(passive.bounds)
         self.solid = (self.active_points, self.n_active_vertices, self.n_active_planar, self.passive_points,
-                      self.n_passive_vertices, active_planes, pa, passive_planes, pp, fa, fp, bounds)
+                      self.n_passive_vertices, active_planes, pa, passive_planes, pp, fa, fp, bounds,
+                      np.ascontiguousarray(active.piece_bounds), np.ascontiguousarray(passive.piece_bounds))
         directions = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
         c = np.ascontiguousarray
         self.geometry = (

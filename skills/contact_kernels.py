@@ -73,24 +73,51 @@ def clear_of_box(points: np.ndarray, count: int, bounds: np.ndarray, gap: float)
 
 
 @numba.njit(cache=True)
-def segments_enter(dist: np.ndarray, pieces: int, fmax: int, depth: float) -> bool:
-    """Does a segment reach deeper than ``depth`` into a convex piece? ``dist`` (2E, P·Fmax):
-    the plane distances of the segments' ends (rows 2k, 2k + 1: segment k). Cyrus–Beck clipping
-    against each piece's planes moved inward by ``depth``, skipping the pieces a segment lies
-    wholly outside one plane of."""
-    for k in range(dist.shape[0] // 2):
+def segment_enters(start: np.ndarray, end: np.ndarray, planes: np.ndarray, first: int, count: int,
+                   depth: float) -> bool:
+    """Does the segment ``start``–``end`` (3,) reach deeper than ``depth`` into the convex piece of
+    planes ``planes[first:first + count]`` (n, 4)? Cyrus–Beck clipping against the planes moved
+    inward by ``depth``: the part inside is ``[lo, hi]`` of the segment's parameter; a segment
+    whose ends are both outside one plane misses the piece."""
+    lo, hi = 0.0, 1.0
+    for f in range(first, first + count):
+        n0, n1, n2, offset = planes[f, 0], planes[f, 1], planes[f, 2], planes[f, 3]
+        d0 = (n0 * start[0] + n1 * start[1] + n2 * start[2] - offset) + depth
+        d1 = (n0 * end[0] + n1 * end[1] + n2 * end[2] - offset) + depth
+        if d0 > 0.0 and d1 > 0.0:
+            return False
+        if d1 < d0:
+            lo = max(lo, d0 / (d0 - d1))
+        elif d1 > d0:
+            hi = min(hi, d0 / (d0 - d1))
+    return lo < hi
+
+
+@numba.njit(cache=True)
+def _apart(start: np.ndarray, end: np.ndarray, box: np.ndarray, gap: float) -> bool:
+    """The box of the segment ``start``–``end`` (3,) is more than ``gap`` away from ``box``
+    (2, 3: min, max corners) along some axis."""
+    for j in range(3):
+        if min(start[j], end[j]) > box[1, j] + gap or max(start[j], end[j]) < box[0, j] - gap:
+            return True
+    return False
+
+
+#: Rounding slack (m) of the box tests that skip work: far above the plane distances' rounding
+#: (~1e-17 m on these bodies), far below any distance the model resolves.
+_SLACK_M = 1e-9
+
+
+@numba.njit(cache=True)
+def _edges_enter(ends: np.ndarray, first: int, last: int, planes: np.ndarray, pieces: int, fmax: int,
+                 piece_bounds: np.ndarray, depth: float) -> bool:
+    """Does a segment (rows ``2k``, ``2k + 1`` of ``ends[first:last]``) enter a piece of a body
+    (planes (P·Fmax, 4), boxes (P, 2, 3)) deeper than ``depth``? A segment's part inside a piece
+    lies in the piece's box, so the pairs whose boxes are apart are skipped."""
+    for k in range(first, last, 2):
         for p in range(pieces):
-            lo, hi, outside = 0.0, 1.0, False
-            for f in range(p * fmax, (p + 1) * fmax):
-                d0, d1 = dist[2 * k, f] + depth, dist[2 * k + 1, f] + depth
-                if d0 > 0.0 and d1 > 0.0:
-                    outside = True
-                    break
-                if d1 < d0:
-                    lo = max(lo, d0 / (d0 - d1))
-                elif d1 > d0:
-                    hi = min(hi, d0 / (d0 - d1))
-            if not outside and lo < hi:
+            if not _apart(ends[k], ends[k + 1], piece_bounds[p], _SLACK_M) and segment_enters(
+                    ends[k], ends[k + 1], planes, p * fmax, fmax, depth):
                 return True
     return False
 
@@ -99,18 +126,19 @@ def segments_enter(dist: np.ndarray, pieces: int, fmax: int, depth: float) -> bo
 def penetrates(rotation: np.ndarray, origin: np.ndarray, active_points: np.ndarray, n_active_vertices: int,
                n_active_planar: int, passive_points: np.ndarray, n_passive_vertices: int,
                active_planes: np.ndarray, active_pieces: int, passive_planes: np.ndarray, passive_pieces: int,
-               fmax_active: int, fmax_passive: int, passive_bounds: np.ndarray, depth: float) -> bool:
+               fmax_active: int, fmax_passive: int, passive_bounds: np.ndarray, active_piece_bounds: np.ndarray,
+               passive_piece_bounds: np.ndarray, depth: float) -> bool:
     """``contact_geometry.interpenetrate`` of the two bodies at tcp2passive ``(rotation, origin)``:
     an edge of either enters a piece of the other deeper than ``depth``."""
     active = place(active_points[:n_active_planar], rotation, origin)
     if clear_of_box(active, n_active_vertices, passive_bounds, 0.0):
         return False
-    if segments_enter(distances(active, n_active_vertices, n_active_planar, passive_planes),
-                      passive_pieces, fmax_passive, depth):
+    if _edges_enter(active, n_active_vertices, n_active_planar, passive_planes, passive_pieces, fmax_passive,
+                    passive_piece_bounds, depth):
         return True
-    passive = place_inverse(passive_points, rotation, origin)
-    return segments_enter(distances(passive, n_passive_vertices, passive.shape[0], active_planes),
-                          active_pieces, fmax_active, depth)
+    passive = place_inverse(passive_points[n_passive_vertices:], rotation, origin)
+    return _edges_enter(passive, 0, passive.shape[0], active_planes, active_pieces, fmax_active,
+                        active_piece_bounds, depth)
 
 
 @numba.njit(cache=True)
@@ -149,7 +177,8 @@ def interpolate(start: np.ndarray, end: np.ndarray, step: np.ndarray, s: float) 
 def bisect(free: np.ndarray, blocked: np.ndarray, step: np.ndarray, extent: float, tolerance: float,
            active_points: np.ndarray, n_active_vertices: int, n_active_planar: int, passive_points: np.ndarray,
            n_passive_vertices: int, active_planes: np.ndarray, active_pieces: int, passive_planes: np.ndarray,
-           passive_pieces: int, fmax_active: int, fmax_passive: int, passive_bounds: np.ndarray) -> float:
+           passive_pieces: int, fmax_active: int, fmax_passive: int, passive_bounds: np.ndarray,
+           active_piece_bounds: np.ndarray, passive_piece_bounds: np.ndarray) -> float:
     """Largest fraction of the way from ``free`` to ``blocked`` (4, 4) found free of
     interpenetration deeper than ``tolerance``, to ``tolerance / 4`` of motion (``extent``: the
     motion's translation plus angle times the active's radius)."""
@@ -159,7 +188,8 @@ def bisect(free: np.ndarray, blocked: np.ndarray, step: np.ndarray, extent: floa
         pose = interpolate(free, blocked, step, mid)
         if penetrates(pose[:3, :3], pose[:3, 3], active_points, n_active_vertices, n_active_planar,
                       passive_points, n_passive_vertices, active_planes, active_pieces, passive_planes,
-                      passive_pieces, fmax_active, fmax_passive, passive_bounds, tolerance):
+                      passive_pieces, fmax_active, fmax_passive, passive_bounds, active_piece_bounds,
+                      passive_piece_bounds, tolerance):
             hi = mid
         else:
             lo = mid
@@ -207,20 +237,31 @@ def _vertex_face(dist: np.ndarray, pieces: int, fmax: int, external: np.ndarray,
 def _edge_edge(ends: np.ndarray, first: int, rotation: np.ndarray, origin: np.ndarray,
                active_moments: np.ndarray, active_cones: np.ndarray, passive_ends: np.ndarray,
                passive_directions: np.ndarray, passive_lengths2: np.ndarray, passive_moments: np.ndarray,
-               passive_normal_sums: np.ndarray, passive_cones: np.ndarray, tol: float, margin: float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               passive_normal_sums: np.ndarray, passive_cones: np.ndarray, passive_bounds: np.ndarray, tol: float,
+               margin: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Convex active edges (rows ``first + 2k``, ``first + 2k + 1`` of ``ends``, passive frame)
     across convex passive edges: non-parallel lines within ``[-tol, margin]`` (Plücker screen:
     ``(a0 − p0)·(da × dp) = da·m_p + dp·m_a``), closest points inside both edges, the common
-    normal inside both normal cones (to ``_CONE_TOL``). Returns the contact points on the active
+    normal inside both normal cones (to ``_CONE_TOL``); an active edge whose box lies further than
+    ``margin`` from the passive's box (``passive_bounds``, where the passive edges' closest points
+    lie) is skipped. Returns the contact points on the active
     edges (k, 3), normals (k, 3), distances (k,), in (active, passive) row-major order."""
     n_active = active_moments.shape[0]
     n_passive = passive_directions.shape[0]
     found_points, found_normals, found_dist = [], [], []
     da, ma, ga = np.empty(3), np.empty(3), np.empty((2, 3))
+    # the screen runs over all passive edges at once per active edge, on contiguous columns
+    dpx, dpy, dpz = passive_directions[:, 0].copy(), passive_directions[:, 1].copy(), \
+        passive_directions[:, 2].copy()
+    mpx, mpy, mpz = passive_moments[:, 0].copy(), passive_moments[:, 1].copy(), passive_moments[:, 2].copy()
+    screened = np.empty(n_passive, np.bool_)
+    alongs, sines2 = np.empty(n_passive), np.empty(n_passive)
+    limit2, parallel2 = margin * margin, _PARALLEL_SIN * _PARALLEL_SIN
     for a in range(n_active):
         a0 = ends[first + 2 * a]
         a1 = ends[first + 2 * a + 1]
+        if _apart(a0, a1, passive_bounds, margin + _SLACK_M):
+            continue  # a contact's point on this edge would lie within margin of a passive edge
         for j in range(3):
             da[j] = a1[j] - a0[j]
         for j in range(3):  # the line's moment in the passive frame: R m + t × da
@@ -230,18 +271,24 @@ def _edge_edge(ends: np.ndarray, first: int, rotation: np.ndarray, origin: np.nd
         ma[1] += origin[2] * da[0] - origin[0] * da[2]
         ma[2] += origin[0] * da[1] - origin[1] * da[0]
         aa = da[0] * da[0] + da[1] * da[1] + da[2] * da[2]
+        d0, d1, d2, m0, m1, m2 = da[0], da[1], da[2], ma[0], ma[1], ma[2]
+        any_screened = False
+        for p in range(n_passive):  # branch-free: the compiler vectorises it
+            moment = (d0 * mpx[p] + d1 * mpy[p] + d2 * mpz[p]) + (m0 * dpx[p] + m1 * dpy[p] + m2 * dpz[p])
+            along = d0 * dpx[p] + d1 * dpy[p] + d2 * dpz[p]
+            cross2 = aa * passive_lengths2[p]
+            sine2 = cross2 - along * along
+            alongs[p], sines2[p] = along, sine2
+            screened[p] = (sine2 > parallel2 * cross2) & (moment * moment <= limit2 * sine2)
+            any_screened |= screened[p]
+        if not any_screened:
+            continue
         cones_placed = False
         for p in range(n_passive):
-            dp = passive_directions[p]
-            mp = passive_moments[p]
-            moment = ((da[0] * mp[0] + da[1] * mp[1] + da[2] * mp[2])
-                      + (ma[0] * dp[0] + ma[1] * dp[1] + ma[2] * dp[2]))
-            along = da[0] * dp[0] + da[1] * dp[1] + da[2] * dp[2]
-            cc = passive_lengths2[p]
-            cross2 = aa * cc
-            sine2 = cross2 - along * along
-            if not (sine2 > _PARALLEL_SIN * _PARALLEL_SIN * cross2 and moment * moment <= margin * margin * sine2):
+            if not screened[p]:
                 continue
+            dp = passive_directions[p]
+            along, sine2, cc = alongs[p], sines2[p], passive_lengths2[p]
             p0 = passive_ends[p, 0]
             w0, w1, w2 = a0[0] - p0[0], a0[1] - p0[1], a0[2] - p0[2]
             dd = da[0] * w0 + da[1] * w1 + da[2] * w2
@@ -314,7 +361,8 @@ def search(rotation: np.ndarray, origin: np.ndarray, active_points: np.ndarray, 
         active_external, tol, margin)
     e_points, e_normals, e_dist = _edge_edge(
         active, n_active_planar, rotation, origin, active_moments, active_cones, passive_ends,
-        passive_directions, passive_lengths2, passive_moments, passive_normal_sums, passive_cones, tol, margin)
+        passive_directions, passive_lengths2, passive_moments, passive_normal_sums, passive_cones, passive_bounds,
+        tol, margin)
     nv, nq, ne = len(v), len(q), len(e_dist)
     m = nv + nq + ne
     kinds, points, normals, values = np.empty(m, np.int8), np.empty((m, 3)), np.empty((m, 3)), np.empty(m)

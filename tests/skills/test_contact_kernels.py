@@ -73,9 +73,9 @@ def test_compiled_search_and_interpenetration_equal_their_interpreted_code_on_fl
         found += len(compiled[3])
         placed = contact_kernels.place(tables.active_points, pose[:3, :3], pose[:3, 3])
         ee = contact_kernels._edge_edge(placed, tables.n_active_planar, pose[:3, :3], pose[:3, 3],
-                                        *tables.geometry[14:], tol, margin)
+                                        *tables.geometry[14:], tables.geometry[13], tol, margin)
         ee_py = contact_kernels._edge_edge.py_func(placed, tables.n_active_planar, pose[:3, :3], pose[:3, 3],
-                                                   *tables.geometry[14:], tol, margin)
+                                                   *tables.geometry[14:], tables.geometry[13], tol, margin)
         for got, want in zip(ee, ee_py, strict=True):
             np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-15)
         for depth in (0.0, tol):
