@@ -48,6 +48,8 @@ Conventions (pure functions, numpy in and out, SI units):
   moving (under 1 µm), and when a candidate pose interpenetrates (an edge entering a convex
   piece of the other body deeper than ``tolerance_m``: :func:`interpenetrates`) bisects back
   toward the last free pose and re-linearises there, as the paper does (section 3).
+* The geometry (search, interpenetration, bisection, the QP's rows) runs in compiled kernels
+  (:mod:`orbitree.skills.contact_kernels`; their docstring gives the speed); the QP is daqp's.
 """
 
 from __future__ import annotations
@@ -312,11 +314,8 @@ def _interpolate(start: np.ndarray, end: np.ndarray, s: float) -> np.ndarray:
 
 
 def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
-    """(translation m, rotation angle rad) between two poses."""
-    rel = start[:3, :3].T @ end[:3, :3]
-    sine = 0.5 * math.hypot(rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1])
-    angle = math.atan2(sine, 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0))
-    return float(np.linalg.norm(end[:3, 3] - start[:3, 3])), angle
+    """(translation m, rotation angle rad) between two poses (``contact_kernels.gap``)."""
+    return kernels.gap(start, end)
 
 
 def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
@@ -517,8 +516,8 @@ def _qp_step(
             sides = (len(a) - (2 if hook is not None else 0)) // max(len(contacts), 1)
             relaxed[:sides * len(contacts)] += np.repeat(np.minimum(contacts.distances, 0.0), sides)
             e = _solve_qp(k, q, a, relaxed, model.solver)[0][:6]
-    return _apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
-                                      a_n @ e - b_n)
+    return kernels.apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
+                                             a_n @ e - b_n)
 
 
 def _deformation_of(cmd: np.ndarray, real: np.ndarray) -> np.ndarray:
@@ -536,7 +535,7 @@ def _settle(
     Returns the pose, its contacts, the QP solves used, whether the pose settled, and None (the
     next step searches its start afresh). ``found``: the contacts at ``real`` if already searched.
     """
-    free = cmd if load is None else _apply(cmd, load / model.stiffness)
+    free = cmd if load is None else kernels.apply(cmd, load / model.stiffness)
     for iteration in range(1, model.max_iterations + 1):
         contacts = found if iteration == 1 and found is not None else _search(model, real)[0]
         if len(contacts) == 0 and hook is None:

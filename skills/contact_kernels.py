@@ -160,6 +160,33 @@ def rotation_of(x: float, y: float, z: float) -> np.ndarray:
 
 
 @numba.njit(cache=True)
+def gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
+    """(translation m, rotation angle rad) between two poses (4, 4)."""
+    rel = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            rel[i, j] = start[0, i] * end[0, j] + start[1, i] * end[1, j] + start[2, i] * end[2, j]
+    x, y, z = rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1]
+    sine = 0.5 * math.sqrt(x * x + y * y + z * z)
+    angle = math.atan2(sine, 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0))
+    dx, dy, dz = end[0, 3] - start[0, 3], end[1, 3] - start[1, 3], end[2, 3] - start[2, 3]
+    return math.sqrt(dx * dx + dy * dy + dz * dz), angle
+
+
+@numba.njit(cache=True)
+def apply(commanded: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """real (4, 4) of deformation ``e`` (6,) ``[t, θu]`` from ``commanded`` (4, 4):
+    ``commanded · [Exp(θu), t]``."""
+    turn = rotation_of(e[3], e[4], e[5])
+    pose = np.eye(4)
+    for i in range(3):
+        for j in range(3):
+            pose[i, j] = commanded[i, 0] * turn[0, j] + commanded[i, 1] * turn[1, j] + commanded[i, 2] * turn[2, j]
+        pose[i, 3] = commanded[i, 0] * e[0] + commanded[i, 1] * e[1] + commanded[i, 2] * e[2] + commanded[i, 3]
+    return pose
+
+
+@numba.njit(cache=True)
 def interpolate(start: np.ndarray, end: np.ndarray, step: np.ndarray, s: float) -> np.ndarray:
     """Pose (4, 4) a fraction ``s`` of the way from ``start`` to ``end`` (4, 4): translation
     linear, rotation ``start · Exp(s · step)``, ``step`` (3,) the rotation vector of

@@ -85,7 +85,7 @@ def test_compiled_search_and_interpenetration_equal_their_interpreted_code_on_fl
     assert found > 200 and entered > 10, (found, entered)
 
 
-def test_compiled_qp_rows_and_bisection_equal_their_interpreted_code_on_flagship_poses(model) -> None:
+def test_compiled_qp_rows_pose_algebra_and_bisection_equal_their_interpreted_code_on_flagship_poses(model) -> None:
     tables = model.tables
     poses = _configurations(model)
     rows = bisections = 0
@@ -98,6 +98,10 @@ def test_compiled_qp_rows_and_bisection_equal_their_interpreted_code_on_flagship
         for got, want in zip(contact_kernels.qp_rows(*args), contact_kernels.qp_rows.py_func(*args), strict=True):
             np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-15)
         rows += len(contacts)
+        assert contact_kernels.gap(start, commanded) == contact_kernels.gap.py_func(start, commanded)
+        moved = contact_kernels.apply(commanded, e0)
+        np.testing.assert_array_equal(moved, contact_kernels.apply.py_func(commanded, e0))
+        np.testing.assert_allclose(moved, real, rtol=0.0, atol=1e-15)
         if contact._penetrates(model, commanded):
             step = rotvec_of(start[:3, :3].T @ commanded[:3, :3])
             distance, angle = contact._gap(start, commanded)
