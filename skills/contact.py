@@ -48,6 +48,8 @@ Conventions (pure functions, numpy in and out, SI units):
   moving (under 1 µm), and when a candidate pose interpenetrates (an edge entering a convex
   piece of the other body deeper than ``tolerance_m``: :func:`interpenetrates`) bisects back
   toward the last free pose and re-linearises there, as the paper does (section 3).
+* The geometry (search, interpenetration, bisection, the QP's rows) runs in compiled kernels
+  (:mod:`orbitree.skills.contact_kernels`; their docstring gives the speed); the QP is daqp's.
 """
 
 from __future__ import annotations
@@ -61,12 +63,14 @@ import daqp
 import numpy as np
 import quadprog
 
+from orbitree.skills import contact_kernels as kernels
 from orbitree.skills.contact_geometry import (
     CompositeBody,
     _readonly,
     clear_of_box,
     invert_pose,
     row_cross,
+    seated_tcp2passive,
     sirom_active,
     sirom_passive,
     transform_points,
@@ -91,8 +95,6 @@ def structural_stiffness(translational: float = STRUCTURAL_STIFFNESS_N_PER_M,
     if not (math.isfinite(k) and k > 0.0):
         raise ValueError(f"translational stiffness must be > 0, got {translational}")
     return (k, k, k, k * lever_m**2, k * lever_m**2, k * lever_m**2)
-_CONE_TOL = 0.035  # sin 2°: edges crossing nearly parallel faces keep both end contacts
-_PARALLEL_SIN = 1e-3
 _SETTLED_M = 1e-6
 _SETTLED_RAD = 1e-5
 _DAQP_TOL = 1e-10
@@ -109,13 +111,17 @@ class ContactQPError(RuntimeError):
 
 
 class _Tables:
-    """Constants of the contact search, built once per model (the hot path works on them).
+    """Constants of the contact search, built once per model, laid out for the compiled kernels
+    (``contact_kernels``): ``solid`` the arguments of the interpenetration test, ``geometry``
+    those of the contact search (after the pose), cos_flat, sin_flat : (S,) the friction
+    pyramid's side angles.
 
     active_points : (Va + 2Ea + 2Ca, 3) the active's vertices, edge ends and crease ends (TCP
-    frame), placed by one product per pose. passive_points : (Vp + 2Ep, 3) the passive's
-    vertices and edge ends. ``*_normals_t`` (3, P·Fmax) and ``*_offsets`` (P·Fmax,): every plane.
-    passive_directions (Cp, 3), their transpose, squared lengths, and the transposed moments of
-    the passive's creases. cos_sides, sin_sides : (S,) the friction pyramid's side angles.
+    frame). passive_points : (Vp + 2Ep, 3) the passive's vertices and edge ends. Planes (P·Fmax,
+    4) of each body, their external flags (P, Fmax), the passive's box, the active creases'
+    moments (Ca, 3) and normal cones (Ca, 2, 3), the passive creases' ends (Cp, 2, 3),
+    directions (Cp, 3), squared lengths (Cp,), moments (Cp, 3), sums of their two face normals
+    (Cp, 3) and cones (Cp, 2, 3).
     """
 
     def __init__(self, active: CompositeBody, passive: CompositeBody, sides: int) -> None:
@@ -125,23 +131,23 @@ class _Tables:
             active.vertices, active.edges.reshape(-1, 3), active.crease_edges.reshape(-1, 3)]))
         self.n_passive_vertices = len(passive.vertices)
         self.passive_points = np.ascontiguousarray(np.vstack([passive.vertices, passive.edges.reshape(-1, 3)]))
-        self.active_shape = active.planes.shape[:2]
-        self.passive_shape = passive.planes.shape[:2]
-        flat = active.planes.reshape(-1, 4)
-        self.active_normals_t, self.active_offsets = np.ascontiguousarray(flat[:, :3].T), flat[:, 3].copy()
-        flat = passive.planes.reshape(-1, 4)
-        self.passive_normals_t, self.passive_offsets = np.ascontiguousarray(flat[:, :3].T), flat[:, 3].copy()
-        self.active_pieces = np.arange(self.active_shape[0])[None, :]
-        self.passive_pieces = np.arange(self.passive_shape[0])[None, :]
+        (pa, fa), (pp, fp) = active.planes.shape[:2], passive.planes.shape[:2]
+        active_planes = np.ascontiguousarray(active.planes.reshape(-1, 4))
+        passive_planes = np.ascontiguousarray(passive.planes.reshape(-1, 4))
+        bounds = np.ascontiguousarray(passive.bounds)
+        self.solid = (self.active_points, self.n_active_vertices, self.n_active_planar, self.passive_points,
+                      self.n_passive_vertices, active_planes, pa, passive_planes, pp, fa, fp, bounds,
+                      np.ascontiguousarray(active.piece_bounds), np.ascontiguousarray(passive.piece_bounds))
         directions = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
-        self.passive_directions = directions
-        self.passive_directions_t = np.ascontiguousarray(directions.T)
-        self.passive_lengths2 = (directions * directions).sum(axis=1)
-        self.passive_moments_t = np.ascontiguousarray(passive.crease_moments.T)
-        self.active_moments_t = np.ascontiguousarray(active.crease_moments.T)
-        self.active_cones_t = np.ascontiguousarray(active.crease_cones.transpose(2, 0, 1).reshape(3, -1))
+        c = np.ascontiguousarray
+        self.geometry = (
+            self.active_points, self.n_active_vertices, self.n_active_planar, self.passive_points,
+            self.n_passive_vertices, active_planes, pa, fa, c(active.plane_external), passive_planes, pp, fp,
+            c(passive.plane_external), bounds, c(active.crease_moments), c(active.crease_cones),
+            c(passive.crease_edges), c(directions), c((directions * directions).sum(axis=1)),
+            c(passive.crease_moments), c(passive.crease_normals.sum(axis=1)), c(passive.crease_cones))
         angles = 2.0 * np.pi * np.arange(sides) / sides
-        self.cos_sides, self.sin_sides = np.cos(angles)[None, :, None], np.sin(angles)[None, :, None]
+        self.cos_flat, self.sin_flat = np.cos(angles), np.sin(angles)
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,6 +198,7 @@ class ContactModel:
             raise ValueError(f"need friction >= 0 and friction_sides >= 3, got {self.friction}, "
                              f"{self.friction_sides}")
         object.__setattr__(self, "tables", _Tables(self.active, self.passive, self.friction_sides))
+        _warm_up(self)  # the kernels compile (or load from numba's cache) now, not in a tick
 
 
 def sirom_contact_model(
@@ -307,11 +314,8 @@ def _interpolate(start: np.ndarray, end: np.ndarray, s: float) -> np.ndarray:
 
 
 def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
-    """(translation m, rotation angle rad) between two poses."""
-    rel = start[:3, :3].T @ end[:3, :3]
-    sine = 0.5 * math.hypot(rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1])
-    angle = math.atan2(sine, 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0))
-    return float(np.linalg.norm(end[:3, 3] - start[:3, 3])), angle
+    """(translation m, rotation angle rad) between two poses (``contact_kernels.gap``)."""
+    return kernels.gap(start, end)
 
 
 def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
@@ -333,115 +337,8 @@ def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- contact search
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.einsum("ki,ki->k", a, b)
-
-
 _NO_CONTACTS = ContactSet(*(_readonly(x) for x in (np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)),
                                                    np.zeros(0))))
-
-
-class _Placed:
-    """The two bodies at one ``tcp2passive`` pose, each number computed once and only when asked:
-    the active's points in the passive frame (one product for all of them), the passive's in the
-    TCP frame, and their distances to the other body's planes. A pose tested for
-    interpenetration and then searched for contacts (the solver's next linearisation point)
-    shares them."""
-
-    __slots__ = ("_active_dist", "_passive", "_passive_dist", "active", "model", "pose")
-
-    def __init__(self, model: ContactModel, pose: np.ndarray) -> None:
-        self.model, self.pose = model, pose
-        self.active = model.tables.active_points @ pose[:3, :3].T + pose[:3, 3]
-        self._active_dist: np.ndarray | None = None
-        self._passive: np.ndarray | None = None
-        self._passive_dist: np.ndarray | None = None
-
-    @property
-    def vertices(self) -> np.ndarray:
-        """(Va, 3) the active's vertices, passive frame."""
-        return self.active[:self.model.tables.n_active_vertices]
-
-    def active_distances(self) -> np.ndarray:
-        """(Va + 2Ea, Pp·Fmax) the active's vertices and edge ends to every passive plane."""
-        if self._active_dist is None:
-            tables = self.model.tables
-            self._active_dist = (self.active[:tables.n_active_planar] @ tables.passive_normals_t
-                                 - tables.passive_offsets)
-        return self._active_dist
-
-    def passive_distances(self) -> np.ndarray:
-        """(Vp + 2Ep, Pa·Fmax) the passive's vertices and edge ends to every active plane."""
-        if self._passive_dist is None:
-            tables, rotation = self.model.tables, self.pose[:3, :3]
-            self._passive = tables.passive_points @ rotation - rotation.T @ self.pose[:3, 3]
-            self._passive_dist = self._passive @ tables.active_normals_t - tables.active_offsets
-        return self._passive_dist
-
-
-def _vertex_face(
-    dist: np.ndarray, body: CompositeBody, pieces: np.ndarray, tol: float, margin: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Points near the convex pieces of ``body``, from their plane distances ``dist`` (V, P, Fmax).
-
-    Per (point, piece) the face whose plane separates the point most is the contact face; it
-    counts when external and its distance lies in ``[-tol, margin]``. Returns point indices,
-    outward face normals (k, 3) and distances (k,), and whether a point lies deeper than ``tol``
-    inside a piece. ``pieces`` : (1, P) the piece indices.
-    """
-    face, best = dist.argmax(axis=2), dist.max(axis=2)
-    external = body.plane_external[pieces, face]
-    vertex, piece = np.nonzero(external & (best >= -tol) & (best <= margin))
-    normals = body.planes[piece, face[vertex, piece], :3]
-    return vertex, normals, best[vertex, piece], bool(best.min() < -tol)
-
-
-def _in_cones(direction: np.ndarray, cones: np.ndarray) -> np.ndarray:
-    """(k,) bool: direction (k, 3) inside each crease's normal cone, given as (k, 2, 3)."""
-    return ((direction[:, None, :] * cones).sum(axis=2) >= -_CONE_TOL).all(axis=1)
-
-
-def _edge_edge(
-    active_ends: np.ndarray, active_moments: np.ndarray, active_cones: np.ndarray,
-    passive: CompositeBody, tables: _Tables, tol: float, margin: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Convex active edges (Ca, 2, 3) across convex passive edges, all in the passive frame.
-
-    The lines must be non-parallel and within ``[-tol, margin]`` (screened for all pairs at
-    once with Plücker coordinates: ``(a0 - p0)·(da × dp) = da·m_p + dp·m_a``), their closest
-    points inside both edges and the common normal inside both normal cones
-    (``active_cones`` (Ca, 2, 3), see ``CompositeBody.crease_cones``). Returns contact points
-    on the active edges (k, 3), normals (k, 3) and distances (k,).
-    """
-    da = active_ends[:, 1] - active_ends[:, 0]
-    moment = da @ tables.passive_moments_t + active_moments @ tables.passive_directions_t
-    along = da @ tables.passive_directions_t
-    cross2 = np.multiply.outer((da * da).sum(axis=1), tables.passive_lengths2)
-    sine2 = cross2 - along**2
-    ia, ip = np.nonzero((sine2 > _PARALLEL_SIN**2 * cross2) & (moment**2 <= margin**2 * sine2))
-    if len(ia) == 0:
-        return _NO_CONTACTS.points_passive, _NO_CONTACTS.normals_passive, _NO_CONTACTS.distances
-    a0, da, sine2 = active_ends[ia, 0], da[ia], sine2[ia, ip]
-    p0, dp = passive.crease_edges[ip, 0], tables.passive_directions[ip]
-    w = a0 - p0
-    aa, bb, cc, dd, ee = (da * da).sum(axis=1), along[ia, ip], tables.passive_lengths2[ip], \
-        (da * w).sum(axis=1), (dp * w).sum(axis=1)
-    s = (bb * ee - cc * dd) / sine2
-    t = (aa * ee - bb * dd) / sine2
-    # the closest points inside both edges first: most screened pairs fail it, and the rest of
-    # the test is per pair, so it runs on the few left
-    inside = np.flatnonzero((s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0))
-    if len(inside) == 0:
-        return _NO_CONTACTS.points_passive, _NO_CONTACTS.normals_passive, _NO_CONTACTS.distances
-    ia, ip, a0, da, dp, w, s, sine2 = (v[inside] for v in (ia, ip, a0, da, dp, w, s, sine2))
-    cross = row_cross(da, dp)
-    normal = cross / np.sqrt(sine2)[:, None]
-    outward = np.sign((normal * passive.crease_normals[ip].sum(axis=1)).sum(axis=1))
-    normal *= outward[:, None]
-    dist = (normal * w).sum(axis=1)
-    keep = ((outward != 0.0) & (dist >= -tol)
-            & _in_cones(normal, passive.crease_cones[ip]) & _in_cones(-normal, active_cones[ia]))
-    return (a0 + s[:, None] * da)[keep], normal[keep], dist[keep]
 
 
 def find_contacts(model: ContactModel, tcp2passive: np.ndarray) -> ContactSet:
@@ -453,41 +350,18 @@ def _find_contacts(model: ContactModel, pose: np.ndarray) -> ContactSet:
     return _search(model, pose)[0]
 
 
-def _search(model: ContactModel, pose: np.ndarray | _Placed) -> tuple[ContactSet, bool]:
-    """The contacts at ``pose`` (tcp2passive, or the bodies placed there), and whether a vertex
-    of either body lies deeper than the tolerance inside a piece of the other (from the same
-    plane distances)."""
-    placed = pose if isinstance(pose, _Placed) else _Placed(model, pose)
-    pose, tables = placed.pose, model.tables
-    tol, margin = model.tolerance_m, model.margin_m
-    active_points = placed.vertices
-    if clear_of_box(active_points, model.passive, margin):  # nor is a vertex inside the other body
-        return _NO_CONTACTS, False
-    nva, nvp = tables.n_active_vertices, tables.n_passive_vertices
-    v, vf_normals, vf_dist, active_inside = _vertex_face(
-        placed.active_distances()[:nva].reshape(nva, *tables.passive_shape), model.passive,
-        tables.passive_pieces, tol, margin)
-    q, fv_normals, fv_dist, passive_inside = _vertex_face(
-        placed.passive_distances()[:nvp].reshape(nvp, *tables.active_shape), model.active,
-        tables.active_pieces, tol, margin)
-    rotation, origin = pose[:3, :3], pose[:3, 3]
-    active_ends = placed.active[tables.n_active_planar:].reshape(-1, 2, 3)
-    directions = (active_ends[:, 1] - active_ends[:, 0])
-    moments = (rotation @ tables.active_moments_t).T + row_cross(origin, directions)
-    cones = (rotation @ tables.active_cones_t).T.reshape(-1, 2, 3)
-    ee_points, ee_normals, ee_dist = _edge_edge(active_ends, moments, cones, model.passive, tables, tol, margin)
-    if len(v) + len(q) + len(ee_dist) == 0:
-        return _NO_CONTACTS, active_inside or passive_inside
-    kinds = np.repeat(_KINDS, [len(v), len(q), len(ee_dist)])
-    return ContactSet(
-        kinds,
-        np.vstack([active_points[v], model.passive.vertices[q], ee_points]),
-        np.vstack([vf_normals, -fv_normals @ rotation.T, ee_normals]),
-        np.concatenate([vf_dist, fv_dist, ee_dist]),
-    ), active_inside or passive_inside
-
-
-_KINDS = np.array([ContactKind.VERTEX_FACE, ContactKind.FACE_VERTEX, ContactKind.EDGE_EDGE], np.int8)
+def _search(model: ContactModel, pose: np.ndarray) -> tuple[ContactSet, bool]:
+    """The contacts at ``pose`` (tcp2passive), and whether a vertex of either body lies deeper
+    than the tolerance inside a piece of the other (from the same plane distances):
+    ``contact_kernels.search``. Per (vertex, piece) the face whose plane separates the vertex
+    most is the contact face (kept when external and within ``[-tolerance, margin]``); edge
+    pairs are screened with Plücker coordinates, then need their closest points inside both
+    edges and their common normal inside both normal cones."""
+    kinds, points, normals, dist, inside = kernels.search(
+        pose[:3, :3], pose[:3, 3], *model.tables.geometry, model.tolerance_m, model.margin_m)
+    if len(dist) == 0:
+        return _NO_CONTACTS, inside
+    return ContactSet(kinds, points, normals, dist), inside
 
 
 def linearise_contacts(
@@ -549,21 +423,6 @@ def solve_deformation(
     return QPSolution(x[:6], lam[:m], float(x[6]) if hook is not None else 0.0)
 
 
-def _deform(k: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str, load: np.ndarray | None,
-            hook: tuple[np.ndarray, float, float] | None) -> np.ndarray:
-    """:func:`solve_deformation`'s ``e`` for the solver's own rows (checked inputs: no checks)."""
-    q = _ZERO6 if load is None else load
-    if len(a) == 0 and hook is None:
-        return q / k
-    if hook is not None:
-        m = len(a)
-        rows = np.zeros((m + 2, 7))  # [a 0], [-h 1], [0 1]
-        rows[:m, :6], rows[m, :6], rows[m:, 6] = a, -hook[0], 1.0
-        k, q, a = np.append(k, hook[2]), np.append(q, 0.0), rows
-        b = np.append(b, (hook[1], 0.0))
-    return _solve_qp(k, q, a, b, solver)[0][:6]
-
-
 _ZERO6 = _readonly(np.zeros(6))
 
 
@@ -593,153 +452,103 @@ def interpenetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
     return _penetrates(model, check_pose(tcp2passive, "tcp2passive"))
 
 
-def _penetrates(model: ContactModel, tcp2passive: np.ndarray | _Placed) -> bool:
-    """``contact_geometry.interpenetrate`` at ``tcp2passive`` (or the bodies placed there), from
-    the plane distances of every edge end at once (all pieces: the per-piece box culling costs
-    more than it saves on so few pieces, and culls only segments that cannot enter)."""
-    placed = tcp2passive if isinstance(tcp2passive, _Placed) else _Placed(model, tcp2passive)
-    if clear_of_box(placed.vertices, model.passive, 0.0):
-        return False
-    tables, depth = model.tables, model.tolerance_m
-    ends = placed.active_distances()[tables.n_active_vertices:]
-    if _segments_enter(ends.reshape(-1, 2, *tables.passive_shape), depth):
-        return True
-    ends = placed.passive_distances()[tables.n_passive_vertices:]
-    return _segments_enter(ends.reshape(-1, 2, *tables.active_shape), depth)
-
-
-def _segments_enter(dist: np.ndarray, depth: float) -> bool:
-    """``contact_geometry.segments_enter`` from the plane distances (E, 2, P, Fmax) of the
-    segments' ends: Cyrus–Beck clipping against every piece shrunk by ``depth``, on the
-    (segment, piece) pairs not wholly outside one of the piece's planes."""
-    d0, d1 = dist[:, 0] + depth, dist[:, 1] + depth
-    near = ~((d0 > 0.0) & (d1 > 0.0)).any(axis=2)
-    if not near.any():
-        return False
-    d0, d1 = d0[near], d1[near]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        crossing = d0 / (d0 - d1)
-    lo = np.where(d1 < d0, crossing, 0.0).max(axis=1, initial=0.0)
-    hi = np.where(d1 > d0, crossing, 1.0).min(axis=1, initial=1.0)
-    return bool((lo < hi).any())
+def _penetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
+    """``contact_geometry.interpenetrate`` at ``tcp2passive`` from the plane distances of every
+    edge end at once (all pieces: the per-piece box culling costs more than it saves on so few
+    pieces): ``contact_kernels.penetrates``."""
+    return kernels.penetrates(tcp2passive[:3, :3], tcp2passive[:3, 3], *model.tables.solid, model.tolerance_m)
 
 
 def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float:
-    """Largest fraction of the way from ``free`` to ``blocked`` found free, to ~tol / 4."""
+    """Largest fraction of the way from ``free`` to ``blocked`` found free, to ~tol / 4
+    (``contact_kernels.bisect``; the poses on the way are :func:`_interpolate`'s)."""
     distance, angle = _gap(free, blocked)
-    extent = distance + angle * model.active.radius
-    lo, hi = 0.0, 1.0
-    while (hi - lo) * extent > 0.25 * model.tolerance_m:
-        mid = 0.5 * (lo + hi)
-        if _penetrates(model, _interpolate(free, blocked, mid)):
-            hi = mid
-        else:
-            lo = mid
-    return lo
+    step = rotvec_of(free[:3, :3].T @ blocked[:3, :3])
+    return kernels.bisect(free, blocked, step, distance + angle * model.active.radius, model.tolerance_m,
+                          *model.tables.solid)
+
+
+def _warm_up(model: ContactModel) -> None:
+    """Run each kernel once (numba compiles it, or loads it from its cache, on first call)."""
+    pose = np.eye(4)
+    pose[2, 3] = 1.0  # clear of the passive: the kernels' early exits
+    _search(model, pose)
+    _penetrates(model, pose)
+    kernels.bisect(pose, pose, np.zeros(3), 0.0, model.tolerance_m, *model.tables.solid)
+    seated = seated_tcp2passive()  # the full paths: contacts found, a box entered, a QP
+    contacts = _search(model, seated)[0]
+    _penetrates(model, seated)
+    for hook in (None, HookPull(0.0, 1.0)):
+        _qp_step(model, seated, seated, contacts, hook=hook)
 
 
 # ----------------------------------------------------------------------------- the solver
-
-
-def _tangents(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two unit vectors (k, 3) each, perpendicular to each normal (k, 3) and to each other."""
-    helper = np.where(np.abs(normals[:, :1]) < 0.9, _X_ROW, _Y_ROW)
-    first = row_cross(normals, helper)
-    first /= np.sqrt((first * first).sum(axis=1, keepdims=True))  # np.linalg.norm's bits
-    return first, row_cross(normals, first)
-
-
-_X_ROW, _Y_ROW = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])
-
-
-def _rows(
-    model: ContactModel, contacts: ContactSet, cmd: np.ndarray, real: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The QP's rows ``a e >= b`` (with friction, ``friction_sides`` per contact) and the plain
-    normal rows ``a_n e >= b_n`` (one per contact, for the distances predicted)."""
-    to_cmd = cmd[:3, :3]
-    e0 = _deformation(cmd, real)
-    jl = _left_jacobian(e0[3:])
-    normals = contacts.normals_passive @ to_cmd
-    levers = (contacts.points_passive - real[:3, 3]) @ to_cmd
-    m = len(normals)
-    if model.friction == 0.0 or m == 0:
-        a_n = np.hstack([normals, row_cross(levers, normals) @ jl])
-        b_n = a_n @ e0 - contacts.distances
-        return a_n, b_n, a_n, b_n
-    tables, sides = model.tables, model.friction_sides
-    first, second = _tangents(normals)
-    tilts = tables.cos_sides * first[:, None] + tables.sin_sides * second[:, None]
-    # the normal rows and the friction pyramid's in one array (one cross product, one product)
-    rows = np.empty((m * (sides + 1), 6))
-    rows[:m, :3] = normals
-    rows[m:, :3] = (normals[:, None] + model.friction * tilts).reshape(-1, 3)
-    arms = np.empty((len(rows), 3))
-    arms[:m] = levers
-    arms[m:] = np.repeat(levers, sides, axis=0)
-    rows[:, 3:] = row_cross(arms, rows[:, :3]) @ jl
-    gaps = np.empty(len(rows))
-    gaps[:m] = contacts.distances
-    gaps[m:] = np.repeat(contacts.distances, sides)
-    b = rows @ e0 - gaps
-    return rows[m:], b[m:], rows[:m], b[:m]
-
-
-def _hook_row(cmd: np.ndarray, hook: HookPull | None) -> tuple[np.ndarray, float, float] | None:
-    """The hook's spring in the QP: the real TCP's height over the passive face is
-    ``cmd[2, 3] + cmd[2, :3] · e_t`` (the passive frame's z row of the real origin)."""
-    if hook is None:
-        return None
-    return np.concatenate([cmd[2, :3], np.zeros(3)]), float(cmd[2, 3] - hook.depth), hook.stiffness
 
 
 def _qp_step(
     model: ContactModel, cmd: np.ndarray, real: np.ndarray, contacts: ContactSet,
     load: np.ndarray | None = None, hook: HookPull | None = None,
 ) -> tuple[np.ndarray, ContactSet]:
-    """Candidate real pose, and the contacts with their distances predicted there."""
-    a, b, a_n, b_n = _rows(model, contacts, cmd, real)
-    pull = _hook_row(cmd, hook)
-    try:
-        e = _deform(model.stiffness, a, b, model.solver, load, pull)
-    except ContactQPError:  # contradictory small penetrations: only forbid deepening them
-        sides = len(a) // max(len(contacts), 1)
-        relaxed = b + np.repeat(np.minimum(contacts.distances, 0.0), sides)
-        e = _deform(model.stiffness, a, relaxed, model.solver, load, pull)
-    return _apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
-                                      a_n @ e - b_n)
+    """Candidate real pose, and the contacts with their distances predicted there.
+
+    The QP's rows (``contact_kernels.qp_rows``): the contacts linearised about ``real`` (with
+    friction, ``friction_sides`` rows per contact, the linearised cone's sides), and with
+    ``hook`` the hook's spring: the real TCP's height over the passive face is ``cmd[2, 3] +
+    cmd[2, :3] · e_t`` (the passive frame's z row of the real origin), its stretch ``s >= that −
+    depth`` and ``s >= 0`` a 7th variable of stiffness ``hook.stiffness``.
+    """
+    e0 = _deformation_of(cmd, real)
+    tables = model.tables
+    a, b, a_n, b_n = kernels.qp_rows(
+        cmd, real, e0, contacts.normals_passive, contacts.points_passive, contacts.distances, model.friction,
+        tables.cos_flat, tables.sin_flat, hook is not None, 0.0 if hook is None else float(cmd[2, 3] - hook.depth))
+    q = _ZERO6 if load is None else load
+    k = model.stiffness
+    if hook is not None:
+        k, q = np.append(k, hook.stiffness), np.append(q, 0.0)
+    if len(a) == 0:
+        e = q / k
+    else:
+        try:
+            e = _solve_qp(k, q, a, b, model.solver)[0][:6]
+        except ContactQPError:  # contradictory small penetrations: only forbid deepening them
+            relaxed = b.copy()
+            sides = (len(a) - (2 if hook is not None else 0)) // max(len(contacts), 1)
+            relaxed[:sides * len(contacts)] += np.repeat(np.minimum(contacts.distances, 0.0), sides)
+            e = _solve_qp(k, q, a, relaxed, model.solver)[0][:6]
+    return kernels.apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
+                                             a_n @ e - b_n)
+
+
+def _deformation_of(cmd: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """:func:`_deformation` compiled (``contact_kernels.deformation``), scipy's log map beyond ~154°."""
+    e = kernels.deformation(cmd, real)
+    return _deformation(cmd, real) if math.isnan(e[3]) else e
 
 
 def _settle(
     model: ContactModel, cmd: np.ndarray, real: np.ndarray, load: np.ndarray | None = None,
-    hook: HookPull | None = None, found: ContactSet | _Placed | None = None,
-) -> tuple[np.ndarray, ContactSet, int, bool, _Placed | None]:
+    hook: HookPull | None = None, found: ContactSet | None = None,
+) -> tuple[np.ndarray, ContactSet, int, bool, None]:
     """Real pose for commanded ``cmd`` (passive frame) from the free pose ``real``.
 
-    Returns the pose, its contacts, the QP solves used, whether the pose settled and the bodies
-    placed at the pose returned (None if not placed). ``found``: the contacts at ``real`` if
-    already searched, or the bodies already placed there.
+    Returns the pose, its contacts, the QP solves used, whether the pose settled, and None (the
+    next step searches its start afresh). ``found``: the contacts at ``real`` if already searched.
     """
-    free = cmd if load is None else _apply(cmd, load / model.stiffness)
-    placed = found if isinstance(found, _Placed) else None  # the bodies at ``real`` if placed
+    free = cmd if load is None else kernels.apply(cmd, load / model.stiffness)
     for iteration in range(1, model.max_iterations + 1):
-        if iteration == 1 and isinstance(found, ContactSet):
-            contacts = found
-        else:
-            contacts = _search(model, real if placed is None else placed)[0]
+        contacts = found if iteration == 1 and found is not None else _search(model, real)[0]
         if len(contacts) == 0 and hook is None:
             candidate, predicted = free, contacts
         else:
             candidate, predicted = _qp_step(model, cmd, real, contacts, load, hook)
         distance, angle = _gap(real, candidate)
         settled = distance < _SETTLED_M and angle < _SETTLED_RAD
-        at_candidate = _Placed(model, candidate)
-        if not _penetrates(model, at_candidate):
+        if not _penetrates(model, candidate):
             if len(contacts) == 0 or settled:  # a settled pose is within 1 µm of ``real``
-                return candidate, predicted, iteration, True, at_candidate
-            real, placed = candidate, at_candidate
+                return candidate, predicted, iteration, True, None
+            real = candidate
             continue
-        placed = None
         fraction = _bisect(model, real, candidate)
         if fraction * distance < _SETTLED_M and fraction * angle < _SETTLED_RAD:
             break  # stuck: the contacts found do not block this motion

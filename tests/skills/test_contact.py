@@ -19,6 +19,7 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.skills import contact
 from orbitree.skills import contact_geometry as geo
+from orbitree.skills import contact_kernels as kernels
 
 MM = 1e-3
 K_DEFAULT = np.array(contact.DEFAULT_STIFFNESS)
@@ -378,28 +379,27 @@ def test_solve_contact_rejects_bad_poses_and_a_penetrating_start(model) -> None:
         contact.solve_contact(model, free, PASSIVE2BASE, sunk)
 
 
-# --------------------------------------------------------------- the solver's shared placement
+# ------------------------------------------------------------- the solver's compiled geometry
 
 
-def test_placed_interpenetration_and_search_match_the_geometry_functions_near_seated(model) -> None:
-    """The solver tests a pose for interpenetration and searches it from one placement of both
-    bodies (all plane distances at once, Cyrus-Beck only on the pairs not wholly outside): on
-    poses around seated (1 mm aside, -0.5 to 2.5 mm up, 0.5 deg), it must say what
-    ``contact_geometry.interpenetrate`` says, and the search from a placement already tested
-    must find what a fresh search finds."""
+def test_compiled_interpenetration_matches_the_geometry_function_near_seated(model) -> None:
+    """The solver tests a pose for interpenetration with a compiled kernel (all plane distances
+    at once, Cyrus-Beck only on the pairs not wholly outside): on poses around seated (1 mm
+    aside, -0.5 to 2.5 mm up, 0.5 deg), it must say what ``contact_geometry.interpenetrate``
+    says, and its search must find what the interpreted search finds."""
     rng = np.random.default_rng(15)
     verdicts, touching = [], 0
     for _ in range(300):
         pose = _tcp2passive(rng.uniform((-1.0, -1.0, -0.5), (1.0, 1.0, 2.5)), rng.uniform(-0.5, 0.5, 3))
         expected = geo.interpenetrate(model.active, pose, model.passive, model.tolerance_m)
-        placed = contact._Placed(model, pose)
-        assert contact._penetrates(model, placed) == expected
+        assert contact._penetrates(model, pose) == expected
         verdicts.append(expected)
         if not expected:
             fresh = contact.find_contacts(model, pose)
-            reused = contact._search(model, placed)[0]
+            interpreted = kernels.search.py_func(pose[:3, :3], pose[:3, 3], *model.tables.geometry,
+                                                 model.tolerance_m, model.margin_m)
             touching += len(fresh) > 0
-            np.testing.assert_array_equal(reused.kinds, fresh.kinds)
-            np.testing.assert_allclose(reused.points_passive, fresh.points_passive, atol=1e-15)
-            np.testing.assert_allclose(reused.distances, fresh.distances, atol=1e-15)
+            np.testing.assert_array_equal(interpreted[0], fresh.kinds)
+            np.testing.assert_allclose(interpreted[1], fresh.points_passive, atol=1e-15)
+            np.testing.assert_allclose(interpreted[3], fresh.distances, atol=1e-15)
     assert 30 < sum(verdicts) < 270 and touching > 30  # both verdicts, and contacts, exercised
