@@ -173,3 +173,14 @@ class FakeDriver:
 
 
 TEST_REGISTRY = make_registry((Scripted, Raiser))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the contact model's numba kernels (or load them from numba's cache) once, in the
+    controlling process, before test workers start: a test that runs a mission in a subprocess
+    must not spend its time budget on the first compilation (~10 s after an install)."""
+    if not hasattr(config, "workerinput"):
+        from orbitree.skills.contact import sirom_contact_model
+
+        sirom_contact_model()
+
