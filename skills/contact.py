@@ -319,19 +319,8 @@ def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
 
 
 def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
-    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)``: ``I + c₁ [ω]× + c₂ [ω]×²``, written
-    out on floats (``[ω]×² = ω ωᵀ − θ² I``)."""
-    x, y, z = rotvec.tolist()
-    theta2 = x * x + y * y + z * z
-    theta = math.sqrt(theta2)
-    if theta < 1e-8:
-        c1, c2 = 0.5, 0.0
-    else:
-        c1, c2 = (1.0 - math.cos(theta)) / theta2, (theta - math.sin(theta)) / (theta2 * theta)
-    xy, xz, yz = c2 * x * y, c2 * x * z, c2 * y * z
-    return np.array([[1.0 - c2 * (y * y + z * z), xy - c1 * z, xz + c1 * y],
-                     [xy + c1 * z, 1.0 - c2 * (x * x + z * z), yz - c1 * x],
-                     [xz - c1 * y, yz + c1 * x, 1.0 - c2 * (x * x + y * y)]])
+    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)`` (``contact_kernels.left_jacobian``)."""
+    return kernels.left_jacobian(*rotvec.tolist())
 
 
 # --------------------------------------------------------------------------- contact search
