@@ -10,8 +10,9 @@ Robot protocol         ur_rtde
                        ``r = RTDEReceiveInterface(host, frequency)``,
                        ``r.isProtectiveStopped()``, ``r.isEmergencyStopped()``;
                        ``c = RTDEControlInterface(host, frequency)``;
-                       ``c.setTcp(tool)`` if ``tcp_offset``; ``c.setWatchdog(hz)`` if
-                       ``watchdog_hz``
+                       ``c.setTcp(tool)`` if ``tcp_offset``, then ``c.getForwardKinematics()``
+                       and ``r.getActualTCPPose()`` until the stream reports the tool (see
+                       below); ``c.setWatchdog(hz)`` if ``watchdog_hz``
 ``read()``             ``r.getActualTCPPose()`` (axis-angle → 4x4), ``r.getActualQ()``,
                        ``r.getActualQd()``, ``r.getActualTCPSpeed()``,
                        ``r.getActualTCPForce()`` (base-oriented → TCP frame),
@@ -86,6 +87,11 @@ _log = logging.getLogger(__name__)
 _SERVO_UNUSED_SPEED = 0.5
 _SERVO_UNUSED_ACCELERATION = 0.5
 _ORTHONORMAL_TOLERANCE = 1e-6
+# setup() waits up to 1 s for the receive stream to report the TCP setTcp made (1 mm, 0.5 deg)
+_TOOL_SETTLE_STEP = 0.002
+_TOOL_SETTLE_POLLS = 500
+_TOOL_SETTLE_METRES = 1e-3
+_TOOL_SETTLE_RADIANS = np.radians(0.5)
 
 _Mode = Literal["idle", "speed", "servo", "move_l", "move_j"]
 
@@ -263,11 +269,35 @@ class URRobot:
         try:
             if self.tcp_offset is not None:  # the controller's TCP is the mission's tool
                 self._command("setTcp", list(self.tcp_offset))
+                self._await_tool_in_stream()
             if self.watchdog_hz is not None:
                 self._command("setWatchdog", float(self.watchdog_hz))
         except BaseException:
             self.shutdown()
             raise
+
+    def _await_tool_in_stream(self) -> None:
+        """Return once the receive stream's TCP pose is the one ``setTcp`` just made.
+
+        ``setTcp`` returns when the controller script has applied the offset, but data packets
+        sampled before that are still in the receive interface's socket or thread: a ``read()``
+        straight after ``setup()`` reported the flange 200 mm off the tool on a loaded machine.
+        The controller's own forward kinematics with the new offset is the pose to wait for; the
+        arm is at rest during setup, so the two agree to the encoders' noise.
+        """
+        expected = pose_from_ur(self._command("getForwardKinematics"))
+        for _ in range(_TOOL_SETTLE_POLLS):
+            reported = pose_from_ur(self._receive.getActualTCPPose())
+            moved = np.linalg.norm(reported[:3, 3] - expected[:3, 3])
+            turned = Rotation.from_matrix(reported[:3, :3].T @ expected[:3, :3]).magnitude()
+            if moved < _TOOL_SETTLE_METRES and turned < _TOOL_SETTLE_RADIANS:
+                return
+            self._sleep(_TOOL_SETTLE_STEP)
+        raise URCommandError(
+            f"robot {self.name!r}: {self.host} accepted setTcp but its reported TCP pose is still "
+            f"{moved * 1000:.1f} mm / {np.degrees(turned):.2f} deg from the tool's after "
+            f"{_TOOL_SETTLE_POLLS * _TOOL_SETTLE_STEP:.0f} s (is the arm moving during setup?)"
+        )
 
     def shutdown(self) -> None:
         """Stop the arm, stop the controller script and disconnect. Safe to call twice."""

@@ -163,6 +163,7 @@ class Rig:
         self.remote = remote
         self.sleeps: list[float] = []
         self.receive_setup: Any = None
+        self.fk_pose: list[float] | None = None
         self.robot = URRobot(
             "arm",
             HOST,
@@ -176,6 +177,8 @@ class Rig:
 
     def _control(self, host: str, frequency: float) -> FakeControl:
         self.control = FakeControl(host, frequency)
+        # the controller's forward kinematics: the pose the receive stream settles on
+        self.control.results["getForwardKinematics"] = lambda: list(self.fk_pose or self.receive.tcp_pose)
         return self.control
 
     def _receive(self, host: str, frequency: float) -> FakeReceive:
@@ -236,9 +239,40 @@ def test_setup_checks_remote_control_then_connects_at_the_given_frequency() -> N
 
 def test_setup_makes_the_missions_tool_the_controllers_tcp() -> None:
     tool = _pose([0.0, 0.0, np.pi / 2], [0.0, 0.0, 0.2])  # 200 mm out, turned 90 deg about z
-    _, control, _ = Rig(tcp_offset=tool).ready()
-    assert [name for name, _ in control.calls] == ["setTcp"]
+    rig = Rig(tcp_offset=tool)
+    _, control, _ = rig.ready()
+    assert [name for name, _ in control.calls] == ["setTcp", "getForwardKinematics"]
     np.testing.assert_allclose(control.calls[0][1][0], [0.0, 0.0, 0.2, 0.0, 0.0, np.pi / 2], atol=1e-12)
+    assert rig.sleeps == []  # the stream already reported the tool
+
+
+def test_setup_returns_only_once_the_stream_reports_the_tool_not_the_flange() -> None:
+    tool = _pose([0.0, 0.0, 0.0], [0.0, 0.0, 0.2])
+    rig = Rig(tcp_offset=tool)
+    rig.fk_pose = [0.4, -0.1, 0.1, 0.0, 0.0, 0.0]  # the tool, 200 mm below the flange
+    stale = iter(range(3))  # three packets sampled before setTcp was applied
+
+    def settle(receive: FakeReceive) -> None:
+        def pose() -> list[float]:
+            return receive.tcp_pose if next(stale, None) is not None else rig.fk_pose
+        receive.getActualTCPPose = pose  # type: ignore[method-assign]
+
+    rig.receive_setup = settle
+    robot, _, _ = rig.ready()
+    assert rig.sleeps == [0.002] * 3
+    np.testing.assert_allclose(robot.read().tcp2base[:3, 3], [0.4, -0.1, 0.1], atol=1e-12)
+
+
+def test_setup_fails_clearly_and_disconnects_when_the_stream_never_reports_the_tool() -> None:
+    rig = Rig(tcp_offset=_pose([0.0, 0.0, 0.0], [0.0, 0.0, 0.2]))
+    rig.fk_pose = [0.4, -0.1, 0.1, 0.0, 0.0, 0.0]
+    with pytest.raises(URCommandError) as info:
+        rig.robot.setup()
+    message = str(info.value)
+    assert HOST in message and "setTcp" in message and "200.0 mm" in message and "after 1 s" in message
+    assert len(rig.sleeps) == 500  # 1 s of 2-ms polls
+    assert not rig.robot.is_connected()
+    assert rig.control is not None and "disconnect" in rig.control.names()
 
 
 def test_setup_refuses_when_not_in_remote_control() -> None:
