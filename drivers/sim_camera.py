@@ -83,7 +83,7 @@ import numpy as np
 
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
 from orbitree.drivers.render_process import RenderProcess
-from orbitree.drivers.sim_render import RayTable, premultiplied, render_patches
+from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
 from orbitree.drivers.sim_scene import (
     PoseSource,
     SceneObject,
@@ -470,7 +470,7 @@ class SimCamera:
         """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced."""
         intr = self.lens
         if self._rays is None or self._rays_for is not intr:
-            self._rays = RayTable(intr.camera_matrix, intr.dist_coeffs, intr.width, intr.height)
+            self._rays = ray_table(intr.camera_matrix, intr.dist_coeffs, intr.width, intr.height)
             self._rays_for = intr
         return self._rays
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import cv2
 import numpy as np
@@ -49,6 +50,30 @@ from orbitree.drivers.sim_coverage import clip_box, fill_polygons
 
 NEAR_Z_M = 1e-3
 ROI_PAD_PX = 3
+
+
+# What the scene is built from, made once per process and shared (read-only arrays): a campaign's
+# worker, or the test suite, builds the same interfaces, markers and lens run after run (0.2 s a
+# sim world at 1280x720: the rays 0.1 s, the faces' coverage textures 0.07 s, the markers' 0.04 s).
+_RAY_TABLES: dict[tuple, RayTable] = {}
+_FACES: dict[tuple, Patch] = {}
+_MARKER_LEVELS: dict[tuple, tuple[np.ndarray, ...]] = {}
+_SHARED_MAX = {id(_RAY_TABLES): 4, id(_FACES): 4096, id(_MARKER_LEVELS): 1024}
+
+
+def _shared(store: dict, key: tuple, build: Callable[[], Any]) -> Any:
+    """``store[key]``, built by ``build()`` the first time (the store emptied when full)."""
+    value = store.get(key)
+    if value is None:
+        if len(store) >= _SHARED_MAX[id(store)]:
+            store.clear()
+        value = store[key] = build()
+    return value
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def _half_texel_shift() -> np.ndarray:
@@ -154,7 +179,18 @@ def marker_texture_levels(
 
     At level 0 a cell is 2 texels and the white border ``2 * border_ratio * (bits + 2)``
     texels (``border_ratio`` = border width / marker side, must make that an integer).
+    Read-only arrays, made once per process for the same marker and arguments (see
+    :func:`_shared`).
     """
+    key = (np.asarray(dictionary.bytesList).tobytes(), int(marker_id), int(bits), float(border_ratio),
+           float(black), float(white), int(n_levels))
+    return _shared(_MARKER_LEVELS, key, lambda: _marker_texture_levels(
+        dictionary, marker_id, bits, border_ratio, black, white, n_levels))
+
+
+def _marker_texture_levels(dictionary: cv2.aruco.Dictionary, marker_id: int, bits: int,
+                           border_ratio: float, black: float, white: float,
+                           n_levels: int) -> tuple[np.ndarray, ...]:
     cells = bits + 2
     border0 = 2 * border_ratio * cells
     if abs(border0 - round(border0)) > 1e-6:
@@ -167,7 +203,7 @@ def marker_texture_levels(
         pad = round(border0) * scale
         img = cv2.copyMakeBorder(img, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=255)
         albedo = np.where(img > 127, white, black)
-        levels.append(premultiplied(albedo))
+        levels.append(_read_only(premultiplied(albedo)))
     return tuple(levels)
 
 
@@ -208,9 +244,17 @@ def polygon_patch(
     """A flat convex polygon of uniform ``albedo``, vertices (N, 3) in the body frame, seen
     only from the side its outward ``normal`` (3,) points to: a face of a solid. The polygon is
     an anti-aliased coverage mask on a texture of about ``texel_m`` per texel (coarser when the
-    face would need more than ``max_texels`` a side), sampled once per pixel."""
-    vertices = np.asarray(vertices_body, dtype=np.float64)
-    normal = np.asarray(normal, dtype=np.float64) / np.linalg.norm(normal)
+    face would need more than ``max_texels`` a side), sampled once per pixel. Made once per
+    process for the same face (see :func:`_shared`)."""
+    vertices = np.ascontiguousarray(vertices_body, dtype=np.float64)
+    normal = np.ascontiguousarray(normal, dtype=np.float64)
+    key = (vertices.shape, vertices.tobytes(), normal.tobytes(), float(albedo), float(texel_m), int(max_texels))
+    return _shared(_FACES, key, lambda: _polygon_patch(vertices, normal, albedo, texel_m, max_texels))
+
+
+def _polygon_patch(vertices: np.ndarray, normal: np.ndarray, albedo: float, texel_m: float,
+                   max_texels: int) -> Patch:
+    normal = normal / np.linalg.norm(normal)
     origin = vertices[0]
     e1 = vertices[1] - origin
     e1 /= np.linalg.norm(e1)
@@ -229,10 +273,11 @@ def polygon_patch(
     pts = np.round((uv * k - 0.5) * 16).astype(np.int32)
     cv2.fillPoly(big, [pts], 255, cv2.LINE_8, shift=4)
     alpha = cv2.resize(big, (w, h), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
-    texture = premultiplied(np.full((h, w), albedo, np.float32), alpha)
+    texture = _read_only(premultiplied(np.full((h, w), albedo, np.float32), alpha))
     tex2plane = np.array([[1.0 / scale[0], 0.0, low[0]], [0.0, 1.0 / scale[1], low[1]], [0.0, 0.0, 1.0]])
     plane2body = np.column_stack([e1, e2, origin])
-    return Patch((texture,), tex2plane, plane2body, 1, None, normal, st, float(albedo))
+    return Patch((texture,), _read_only(tex2plane), _read_only(plane2body), 1, None, _read_only(normal),
+                 _read_only(st), float(albedo))
 
 
 RAY_GRID_PX = 8  # spacing of the pixels whose rays are computed exactly (RayTable)
@@ -263,6 +308,15 @@ def undistorted_rays(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, width: 
     return out
 
 
+def ray_table(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, width: int, height: int) -> RayTable:
+    """The :class:`RayTable` of a lens and image size, made once per process (0.1 s at 1280x720)
+    and shared by the cameras that have that lens (see :func:`_shared`)."""
+    k = np.array(camera_matrix, dtype=np.float64)
+    dist = np.array(dist_coeffs, dtype=np.float64).ravel()
+    key = (k.tobytes(), dist.tobytes(), int(width), int(height))
+    return _shared(_RAY_TABLES, key, lambda: RayTable(k, dist, int(width), int(height)))
+
+
 @dataclass
 class RayTable:
     """Undistorted normalised viewing ray (x, y) of every pixel centre, (H, W, 2) float32."""
@@ -277,7 +331,7 @@ class RayTable:
     focal_px: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.rays = undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height)
+        self.rays = _read_only(undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height))
         self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
         self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
         self.focal_px = float(max(self.camera_matrix[0, 0], self.camera_matrix[1, 1]))
