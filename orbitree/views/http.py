@@ -23,7 +23,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from orbitree.views.state import encode
 
@@ -170,7 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(HTTPStatus.OK, app.init_bytes(), "application/json")
         camera = CAMERA_PATH.fullmatch(path)
         if camera is not None:
-            image = app.camera_image(camera[1])
+            seq = parse_qs(urlsplit(self.path).query).get("seq", [""])[-1]
+            image = app.camera_image(camera[1], int(seq) if seq.isdigit() and len(seq) < 12 else None)
             if image is None:
                 return self._reply(HTTPStatus.NOT_FOUND, b"no camera image\n")
             return self._reply(HTTPStatus.OK, image, "image/jpeg")

@@ -7,9 +7,11 @@ from the internet) is served by a standard-library HTTP server:
 * ``GET /`` (``/index.html``, ``/app.js``, ``/scene.js``, ``/style.css``, the vendored
   ``/vendor/three/*.js``): the page. Only these files are served; any other path, ``..``
   included, is a 404.
-* ``GET /camera/<robot>.jpg``: the live view's latest annotated camera image of that arm
-  (``orbitree.views.camera``), made ``CAMERA_HZ`` times a second while a browser watches; 404
-  when there is none (no camera, nothing seen yet, a replay).
+* ``GET /camera/<robot>.jpg?seq=N``: the live view's annotated camera image ``N`` of that arm
+  (``orbitree.views.camera``; the page is told each one's ``seq`` with its markers), made
+  ``CAMERA_HZ`` times a second while a browser watches; the latest one when ``N`` is missing or
+  no longer among the last ``CAMERA_KEPT``; 404 when there is none (no camera, nothing seen
+  yet, a replay).
 * ``GET /events``: server-sent events, one JSON message per line (``orbitree.views.state``):
   an ``init`` with everything, then ``update`` messages at most ``max_hz`` times a second.
 * ``GET /api/state``: the ``init`` message as plain JSON.
@@ -67,6 +69,8 @@ from orbitree.views.http import (  # noqa: F401  (MAX_BODY, MAX_CONNECTIONS: the
     static_files,
 )
 from orbitree.views.state import PLOT_KEYS, ViewState, encode
+
+CAMERA_KEPT = 8  # annotated images kept per arm, so that a page fetches the one it was told of
 
 
 class _App:
@@ -206,8 +210,9 @@ class _App:
                         client.get_nowait()
                 client.put_nowait(data)
 
-    def camera_image(self, robot: str) -> bytes | None:
-        """The latest annotated camera image of ``robot`` (JPEG), if any."""
+    def camera_image(self, robot: str, seq: int | None = None) -> bytes | None:
+        """The annotated camera image ``seq`` of ``robot`` (JPEG), or its latest (``seq`` None or
+        no longer kept), if any."""
         return None
 
     # subclasses --------------------------------------------------------------------------
@@ -256,7 +261,7 @@ class WebView(_App):
         self._finished = threading.Event()
         self.camera_interval = 1.0 / CAMERA_HZ
         self._cameras: dict[str, CameraSetup] = {}
-        self._images: dict[str, bytes] = {}
+        self._images: dict[str, dict[int, bytes]] = {}  # robot -> seq -> JPEG, the newest last
         self.camera_s = 0.0  # time spent annotating images (camera thread)
         self.camera_images = 0
 
@@ -388,13 +393,20 @@ class WebView(_App):
                 self.camera_images += 1
                 info.update(stamp=round(float(frame.stamp), 6), seq=self.camera_images)
                 with self._lock:
-                    self._images[robot] = jpeg
+                    images = self._images.setdefault(robot, {})
+                    images[self.camera_images] = jpeg
+                    while len(images) > CAMERA_KEPT:
+                        del images[next(iter(images))]
                     if self.state is not None:
                         self.state.set_camera(robot, info)
 
-    def camera_image(self, robot: str) -> bytes | None:
+    def camera_image(self, robot: str, seq: int | None = None) -> bytes | None:
         with self._lock:
-            return self._images.get(robot)
+            images = self._images.get(robot)
+            if not images:
+                return None
+            # the image the page was told of, whose markers it shows beside it, while it is kept
+            return images.get(seq) or images[next(reversed(images))]
 
     # controls (server threads) -----------------------------------------------------------
     def control_state(self) -> dict[str, Any]:

@@ -165,18 +165,28 @@ def test_camera_panel_shows_the_live_image_with_the_markers_found(page, serve):
     page.goto(served.url)
     page.wait_for_function("window.orbitree.scene && window.orbitree.scene.ready", timeout=20_000)
     page.click("#btn-resume")
-    # an image with all three markers and the axes
-    page.wait_for_function("""() => { const img = document.querySelector('#camera-img');
-        return img && !img.hidden && img.dataset.markers && img.dataset.markers.split(',').length === 3
-               && img.dataset.axes === '1'; }""", timeout=30_000)
-    assert page.evaluate("document.querySelector('#camera-img').naturalWidth") == 640
-    info = page.evaluate("window.orbitree.state.camera.arm")
+    # an image shown with all three markers and the axes: image, its description and the text
+    # beside it read in one go (the live run goes on announcing frames meanwhile)
+    shown = page.wait_for_function("""() => { const img = document.querySelector('#camera-img');
+        const info = window.orbitree.cameraShown;
+        const ok = img && !img.hidden && info && img.dataset.seq === String(info.seq)
+                   && img.dataset.markers.split(',').length === 3 && img.dataset.axes === '1';
+        return ok && {info, width: img.naturalWidth, text: document.querySelector('#camera-info').innerText};
+        }""", timeout=30_000, polling=200).json_value()  # polled: animation frames starve under load
+    assert shown["width"] == 640
+    info = shown["info"]
     assert sorted(info["markers"]) == [0, 1, 2] and len(info["corners"]) == 3
-    assert "board axes: estimate" in page.inner_text("#camera-info")
-    # the outlines are in the served image's pixels: green where the first marker's corners are
-    image = pixels(page, "#camera-img")
+    assert "board axes: estimate" in shown["text"]
+    # the outlines are in the served image's pixels: green where the markers' corners are (the
+    # image of that seq, as the page fetched it, though newer ones were made since)
+    reply = page.request.get(f"{served.url}camera/arm.jpg?seq={info['seq']}")
+    assert reply.status == 200
+    image = cv2.imdecode(np.frombuffer(reply.body(), np.uint8), cv2.IMREAD_COLOR)
     b, g, r = cv2.split(image.astype(int))
-    assert ((g - np.maximum(r, b)) > 80).sum() > 50
+    green = (g - np.maximum(r, b)) > 80
+    assert green.sum() > 50
+    corner = np.round(info["corners"][0][0]).astype(int)  # the first marker's first corner (x, y)
+    assert green[corner[1] - 4:corner[1] + 5, corner[0] - 4:corner[0] + 5].any()
     # the scene moved with the run meanwhile (live samples reach the page)
     page.wait_for_function("window.orbitree.scene.shownQ.arm && window.orbitree.scene.frames > 5")
     # the arm starts at the paper's misalignment, not at q0: any joint moving away from where it

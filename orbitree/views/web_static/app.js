@@ -699,16 +699,19 @@
     if (!info) { note.textContent = S.done ? "no image was shown" : "waiting for a camera image…"; return; }
     if (cameraShown === info.seq) return;
     cameraShown = info.seq;
+    // the text describes the image on screen: both change when the image has loaded (the server
+    // keeps the last few images by seq, so the one fetched is the one announced)
     img.onload = () => {
       img.hidden = false;
       img.dataset.seq = info.seq;
       img.dataset.markers = info.markers.join(",");
       img.dataset.axes = info.axes ? "1" : "0";
+      window.orbitree.cameraShown = info;
+      note.textContent = "";
+      const seen = info.markers.length ? `markers ${info.markers.join(", ")}` : "no marker found";
+      $("camera-info").textContent = `${robot} · t ${(+info.stamp).toFixed(2)} s · ${seen}${info.axes ? " · board axes: estimate" : ""}`;
     };
     img.src = `camera/${encodeURIComponent(robot)}.jpg?seq=${info.seq}`;
-    note.textContent = "";
-    const seen = info.markers.length ? `markers ${info.markers.join(", ")}` : "no marker found";
-    $("camera-info").textContent = `${robot} · t ${(+info.stamp).toFixed(2)} s · ${seen}${info.axes ? " · board axes: estimate" : ""}`;
   }
 
   // ------------------------------------------------------------------------------------------
