@@ -30,7 +30,8 @@ MISSION = Path(__file__).resolve().parents[1] / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
 PARTS = {  # cumulative time of these functions, by part (several: summed, none nests another)
     "render (sim camera)": (("sim_camera.py", "render"),),
-    "perception (tracker / full estimate)": (("board.py", "update"), ("board.py", "estimate_board_pose")),
+    "perception (tracker / full estimate)": (("board_tracker.py", "update"),
+                                             ("board.py", "estimate_board_pose")),
     "contact model": (("contact.py", "solve_contact"),),
     "tree tick (leaves, perception included)": (("timing.py", "tick"),),
 }

@@ -50,212 +50,79 @@ Conventions (pure functions, numpy in and out, SI units):
   toward the last free pose and re-linearises there, as the paper does (section 3).
 * The geometry (search, interpenetration, bisection, the QP's rows) runs in compiled kernels
   (:mod:`orbitree.skills.contact_kernels`; their docstring gives the speed); the QP is daqp's.
+
+Where things live: this module holds the stepping solver (:func:`solve_contact`,
+:func:`clear_motion`) and re-exports the rest, so that all of it imports from
+``orbitree.skills.contact``: the model, its construction and what it does at one pose (contact
+search, interpenetration, bisection, one QP step) in ``contact_model.py``; the pose algebra, the
+linearisation and the QP in ``contact_qp.py``; the bodies in ``contact_geometry.py``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import dataclass
 
-import daqp
 import numpy as np
-import quadprog
 
 from orbitree.skills import contact_kernels as kernels
-from orbitree.skills.contact_geometry import (
-    CompositeBody,
-    _readonly,
-    clear_of_box,
-    invert_pose,
-    row_cross,
-    seated_tcp2passive,
-    sirom_active,
-    sirom_passive,
-    transform_points,
+from orbitree.skills.contact_geometry import clear_of_box, invert_pose, transform_points
+from orbitree.skills.contact_model import (  # re-exported: the model lives there
+    DEFAULT_STIFFNESS,
+    STRUCTURAL_LEVER_M,
+    STRUCTURAL_STIFFNESS_N_PER_M,
+    ContactModel,
+    HookPull,
+    _bisect,
+    _find_contacts,
+    _penetrates,
+    _qp_step,
+    _search,
+    find_contacts,
+    interpenetrates,
+    sirom_contact_model,
+    structural_stiffness,
 )
-from orbitree.skills.se3 import check_pose, check_vector, rotation_of, rotvec_of
+from orbitree.skills.contact_qp import (  # re-exported: the linearisation and the QP live there
+    ContactKind,
+    ContactQPError,
+    ContactSet,
+    QPSolution,
+    _deformation,
+    _gap,
+    _interpolate,
+    apply_deformation,
+    deformation,
+    linearise_contacts,
+    solve_deformation,
+)
+from orbitree.skills.se3 import check_pose, check_vector
 
-#: A soft passive wrist compliance (N/m x3, N·m/rad x3): 20 N/mm and ~5 N·m/deg, RCC-like. What
-#: the paper's model assumes; the simulated UR10e uses :func:`structural_stiffness` instead.
-DEFAULT_STIFFNESS: tuple[float, ...] = (2.0e4, 2.0e4, 2.0e4, 300.0, 300.0, 300.0)
-#: Lever (m) through which the structure's translational stiffness also resists tilting the tool:
-#: the active SIROM's 200 mm from the flange to its face.
-STRUCTURAL_LEVER_M = 0.2
-#: Effective stiffness from the commanded TCP to the passive face, N/m (README "Docking physics").
-STRUCTURAL_STIFFNESS_N_PER_M = 1.0e5
+__all__ = [
+    "DEFAULT_STIFFNESS",
+    "STRUCTURAL_LEVER_M",
+    "STRUCTURAL_STIFFNESS_N_PER_M",
+    "ContactKind",
+    "ContactModel",
+    "ContactQPError",
+    "ContactResult",
+    "ContactSet",
+    "HookPull",
+    "QPSolution",
+    "apply_deformation",
+    "clear_motion",
+    "deformation",
+    "find_contacts",
+    "interpenetrates",
+    "linearise_contacts",
+    "sirom_contact_model",
+    "solve_contact",
+    "solve_deformation",
+    "structural_stiffness",
+]
 
-
-def structural_stiffness(translational: float = STRUCTURAL_STIFFNESS_N_PER_M,
-                         lever_m: float = STRUCTURAL_LEVER_M) -> tuple[float, ...]:
-    """``K`` (6,) of the arm-to-interface chain: ``translational`` N/m on x, y, z and
-    ``translational · lever²`` N·m/rad about them (1e5 N/m: 4000 N·m/rad, 70 N·m/deg)."""
-    k = float(translational)
-    if not (math.isfinite(k) and k > 0.0):
-        raise ValueError(f"translational stiffness must be > 0, got {translational}")
-    return (k, k, k, k * lever_m**2, k * lever_m**2, k * lever_m**2)
 _SETTLED_M = 1e-6
 _SETTLED_RAD = 1e-5
-_DAQP_TOL = 1e-10
-
-
-class ContactKind(IntEnum):
-    VERTEX_FACE = 0  # an active vertex on a passive face
-    FACE_VERTEX = 1  # a passive vertex on an active face
-    EDGE_EDGE = 2  # a convex active edge across a convex passive edge
-
-
-class ContactQPError(RuntimeError):
-    """The contact QP has no solution (contradictory linearised contacts)."""
-
-
-class _Tables:
-    """Constants of the contact search, built once per model, laid out for the compiled kernels
-    (``contact_kernels``): ``solid`` the arguments of the interpenetration test, ``geometry``
-    those of the contact search (after the pose), cos_flat, sin_flat : (S,) the friction
-    pyramid's side angles.
-
-    active_points : (Va + 2Ea + 2Ca, 3) the active's vertices, edge ends and crease ends (TCP
-    frame). passive_points : (Vp + 2Ep, 3) the passive's vertices and edge ends. Planes (P·Fmax,
-    4) of each body, their external flags (P, Fmax), the passive's box, the active creases'
-    moments (Ca, 3) and normal cones (Ca, 2, 3), the passive creases' ends (Cp, 2, 3),
-    directions (Cp, 3), squared lengths (Cp,), moments (Cp, 3), sums of their two face normals
-    (Cp, 3) and cones (Cp, 2, 3).
-    """
-
-    def __init__(self, active: CompositeBody, passive: CompositeBody, sides: int) -> None:
-        self.n_active_vertices = len(active.vertices)
-        self.n_active_planar = self.n_active_vertices + 2 * len(active.edges)  # vertices + edge ends
-        self.active_points = np.ascontiguousarray(np.vstack([
-            active.vertices, active.edges.reshape(-1, 3), active.crease_edges.reshape(-1, 3)]))
-        self.n_passive_vertices = len(passive.vertices)
-        self.passive_points = np.ascontiguousarray(np.vstack([passive.vertices, passive.edges.reshape(-1, 3)]))
-        (pa, fa), (pp, fp) = active.planes.shape[:2], passive.planes.shape[:2]
-        active_planes = np.ascontiguousarray(active.planes.reshape(-1, 4))
-        passive_planes = np.ascontiguousarray(passive.planes.reshape(-1, 4))
-        bounds = np.ascontiguousarray(passive.bounds)
-        self.solid = (self.active_points, self.n_active_vertices, self.n_active_planar, self.passive_points,
-                      self.n_passive_vertices, active_planes, pa, passive_planes, pp, fa, fp, bounds,
-                      np.ascontiguousarray(active.piece_bounds), np.ascontiguousarray(passive.piece_bounds))
-        directions = passive.crease_edges[:, 1] - passive.crease_edges[:, 0]
-        c = np.ascontiguousarray
-        self.geometry = (
-            self.active_points, self.n_active_vertices, self.n_active_planar, self.passive_points,
-            self.n_passive_vertices, active_planes, pa, fa, c(active.plane_external), passive_planes, pp, fp,
-            c(passive.plane_external), bounds, c(active.crease_moments), c(active.crease_cones),
-            c(passive.crease_edges), c(directions), c((directions * directions).sum(axis=1)),
-            c(passive.crease_moments), c(passive.crease_normals.sum(axis=1)), c(passive.crease_cones))
-        angles = 2.0 * np.pi * np.arange(sides) / sides
-        self.cos_flat, self.sin_flat = np.cos(angles), np.sin(angles)
-
-
-@dataclass(frozen=True, eq=False)
-class ContactModel:
-    """Immutable configuration of one active/passive pair and its wrist compliance.
-
-    active : body in the TCP frame; passive : body in its own (board) frame.
-    stiffness : (6,) diagonal of K in the compliance frame, N/m and N·m/rad, all > 0.
-    tolerance_m : interpenetration allowed after a solve. margin_m : contact search distance.
-    max_step_m, max_step_rad : commanded steps larger than these are split.
-    max_iterations : QP solves allowed per step. solver : ``"daqp"`` or ``"quadprog"``.
-    friction : Coulomb coefficient μ >= 0 (0: frictionless, the paper's model).
-    friction_sides : sides of the pyramid standing for the friction cone (>= 3).
-    """
-
-    active: CompositeBody
-    passive: CompositeBody
-    stiffness: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_STIFFNESS))
-    tolerance_m: float = 5e-5
-    margin_m: float = 1e-3
-    max_step_m: float = 5e-4
-    max_step_rad: float = math.radians(0.5)
-    max_iterations: int = 20
-    solver: str = "daqp"
-    friction: float = 0.0
-    friction_sides: int = 4
-    tables: _Tables = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        for name in ("active", "passive"):
-            if not isinstance(getattr(self, name), CompositeBody):
-                raise ValueError(f"{name} must be a CompositeBody, got {type(getattr(self, name))}")
-        stiffness = check_vector(self.stiffness, 6, "stiffness").copy()
-        if (stiffness <= 0.0).any():
-            raise ValueError(f"stiffness must be > 0 on every axis, got {stiffness}")
-        stiffness.setflags(write=False)
-        object.__setattr__(self, "stiffness", stiffness)
-        for name in ("tolerance_m", "max_step_m", "max_step_rad"):
-            if not getattr(self, name) > 0.0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not self.margin_m > self.tolerance_m:
-            raise ValueError(f"margin_m must exceed tolerance_m, got {self.margin_m}")
-        if self.max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
-        if self.solver not in ("daqp", "quadprog"):
-            raise ValueError(f"solver must be 'daqp' or 'quadprog', got {self.solver!r}")
-        if not (math.isfinite(self.friction) and self.friction >= 0.0) or self.friction_sides < 3:
-            raise ValueError(f"need friction >= 0 and friction_sides >= 3, got {self.friction}, "
-                             f"{self.friction_sides}")
-        object.__setattr__(self, "tables", _Tables(self.active, self.passive, self.friction_sides))
-        _warm_up(self)  # the kernels compile (or load from numba's cache) now, not in a tick
-
-
-def sirom_contact_model(
-    stiffness: Sequence[float] | np.ndarray = DEFAULT_STIFFNESS, **options: float | int | str
-) -> ContactModel:
-    """The SIROM pair of ``contact_geometry`` with the given stiffness and options.
-
-    Unless ``tolerance_m`` is given, the interpenetration allowed is what 2 N would push in
-    along the stiffest translational axis (at most 50 µm): with a stiff structure, 50 µm of
-    slack would be 50 N of force error at 1000 N/mm.
-    """
-    k = np.asarray(stiffness, float)
-    if "tolerance_m" not in options and k.shape == (6,) and (k[:3] > 0.0).all():
-        options = {"tolerance_m": float(min(5e-5, 2.0 / k[:3].max())), **options}
-    return ContactModel(sirom_active(), sirom_passive(), k, **options)
-
-
-@dataclass(frozen=True)
-class HookPull:
-    """Closed hooks holding the passive interface: a one-sided spring on the tool's origin.
-
-    ``depth`` (m): where the hook tips hold the passive's catches, as the tool origin's height
-    above the passive face (0: seated face to face; negative: the hooks pull past seated, their
-    preload); ``stiffness`` (N/m) of the hook linkage. The tension is ``stiffness · max(0,
-    gap − depth)``, ``gap`` the real TCP's height along the passive's z.
-    """
-
-    depth: float
-    stiffness: float
-
-
-@dataclass(frozen=True, eq=False)
-class ContactSet:
-    """Determined contacts at one real pose, in the passive frame (m contacts).
-
-    kinds : (m,) :class:`ContactKind` values. points_passive : (m, 3) contact points.
-    normals_passive : (m, 3) unit normals from the passive toward the active body.
-    distances : (m,) signed separations (m), negative when interpenetrating.
-    """
-
-    kinds: np.ndarray
-    points_passive: np.ndarray
-    normals_passive: np.ndarray
-    distances: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.distances)
-
-
-@dataclass(frozen=True, eq=False)
-class QPSolution:
-    """deformation : (6,) e; multipliers : (m,) >= 0, one per row of ``A e >= b``;
-    hook_stretch : the hook spring's stretch s (m), 0 without hooks."""
-
-    deformation: np.ndarray
-    multipliers: np.ndarray
-    hook_stretch: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,245 +141,7 @@ class ContactResult:
     hook_tension: float = 0.0
 
 
-# ------------------------------------------------------------------------------ pose helpers
-
-
-def deformation(commanded_tcp2x: np.ndarray, real_tcp2x: np.ndarray) -> np.ndarray:
-    """e (6,) ``[t, θu]`` of the real TCP in the commanded TCP frame; both poses (4, 4) in x."""
-    return _deformation(check_pose(commanded_tcp2x, "commanded_tcp2x"),
-                        check_pose(real_tcp2x, "real_tcp2x"))
-
-
-def apply_deformation(commanded_tcp2x: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """real_tcp2x (4, 4) of deformation ``e`` (6,) from ``commanded_tcp2x`` (4, 4)."""
-    return _apply(check_pose(commanded_tcp2x, "commanded_tcp2x"), check_vector(e, 6, "e"))
-
-
-def _deformation(commanded: np.ndarray, real: np.ndarray) -> np.ndarray:
-    real2cmd = invert_pose(commanded) @ real
-    e = np.empty(6)
-    e[:3], e[3:] = real2cmd[:3, 3], rotvec_of(real2cmd[:3, :3])
-    return e
-
-
-def _apply(commanded: np.ndarray, e: np.ndarray) -> np.ndarray:
-    real2cmd = np.eye(4)
-    real2cmd[:3, :3] = rotation_of(e[3:])
-    real2cmd[:3, 3] = e[:3]
-    return commanded @ real2cmd
-
-
-def _interpolate(start: np.ndarray, end: np.ndarray, s: float) -> np.ndarray:
-    """Pose a fraction ``s`` of the way: translation linear, rotation along the geodesic."""
-    if s == 1.0:
-        return end
-    pose = np.eye(4)
-    step = rotvec_of(start[:3, :3].T @ end[:3, :3])
-    pose[:3, :3] = start[:3, :3] @ rotation_of(s * step)
-    pose[:3, 3] = (1.0 - s) * start[:3, 3] + s * end[:3, 3]
-    return pose
-
-
-def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
-    """(translation m, rotation angle rad) between two poses (``contact_kernels.gap``)."""
-    return kernels.gap(start, end)
-
-
-def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
-    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)`` (``contact_kernels.left_jacobian``)."""
-    return kernels.left_jacobian(*rotvec.tolist())
-
-
-# --------------------------------------------------------------------------- contact search
-
-
-_NO_CONTACTS = ContactSet(*(_readonly(x) for x in (np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros((0, 3)),
-                                                   np.zeros(0))))
-
-
-def find_contacts(model: ContactModel, tcp2passive: np.ndarray) -> ContactSet:
-    """Determined contacts (passive frame) of the active body at ``tcp2passive`` (4, 4)."""
-    return _find_contacts(model, check_pose(tcp2passive, "tcp2passive"))
-
-
-def _find_contacts(model: ContactModel, pose: np.ndarray) -> ContactSet:
-    return _search(model, pose)[0]
-
-
-def _search(model: ContactModel, pose: np.ndarray) -> tuple[ContactSet, bool]:
-    """The contacts at ``pose`` (tcp2passive), and whether a vertex of either body lies deeper
-    than the tolerance inside a piece of the other (from the same plane distances):
-    ``contact_kernels.search``. Per (vertex, piece) the face whose plane separates the vertex
-    most is the contact face (kept when external and within ``[-tolerance, margin]``); edge
-    pairs are screened with Plücker coordinates, then need their closest points inside both
-    edges and their common normal inside both normal cones."""
-    kinds, points, normals, dist, inside = kernels.search(
-        pose[:3, :3], pose[:3, 3], *model.tables.geometry, model.tolerance_m, model.margin_m)
-    if len(dist) == 0:
-        return _NO_CONTACTS, inside
-    return ContactSet(kinds, points, normals, dist), inside
-
-
-def linearise_contacts(
-    contacts: ContactSet, commanded_tcp2passive: np.ndarray, real_tcp2passive: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``A`` (m, 6) and ``b`` (m,) of ``A e >= b``, the contacts linearised about the real pose.
-
-    Row i: ``dist_i + n_i·δt + (r_i × n_i)·J_l(θu₀) δθu >= 0`` in the compliance frame, with
-    ``r_i`` the lever from the real TCP to the contact point and ``e₀`` the real pose's
-    deformation, so that ``A e₀ - b`` equals the contact distances. ``contacts`` are those of
-    :func:`find_contacts` at ``real_tcp2passive``.
-    """
-    if not isinstance(contacts, ContactSet):
-        raise ValueError(f"contacts must be a ContactSet, got {type(contacts)}")
-    return _linearise(contacts, check_pose(commanded_tcp2passive, "commanded_tcp2passive"),
-                      check_pose(real_tcp2passive, "real_tcp2passive"))
-
-
-def _linearise(
-    contacts: ContactSet, commanded: np.ndarray, real: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    to_cmd = commanded[:3, :3]  # row vectors times cmd2passive's rotation: passive -> cmd frame
-    e0 = _deformation(commanded, real)
-    normals = contacts.normals_passive @ to_cmd
-    levers = (contacts.points_passive - real[:3, 3]) @ to_cmd
-    a = np.hstack([normals, row_cross(levers, normals) @ _left_jacobian(e0[3:])])
-    return a, a @ e0 - contacts.distances
-
-
-def solve_deformation(
-    stiffness: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str = "daqp",
-    load: np.ndarray | None = None, hook: tuple[np.ndarray, float, float] | None = None,
-) -> QPSolution:
-    """``argmin ½ eᵀ diag(stiffness) e - loadᵀ e  s.t.  a e >= b`` with ``a`` (m, 6), ``b`` (m,).
-
-    ``load`` (6,) is an external wrench applied to the tool in the compliance frame; without
-    contacts it deflects the tool by ``K⁻¹ load``. ``hook`` ``(h (6,), c, k_h)`` adds a one-sided
-    spring: ``+ ½ k_h s²`` with ``s >= h·e + c`` and ``s >= 0`` (the solution's ``hook_stretch``
-    is ``s``). Raises :class:`ContactQPError` when the constraints are inconsistent.
-    """
-    k = check_vector(stiffness, 6, "stiffness")
-    q = np.zeros(6) if load is None else check_vector(load, 6, "load").astype(float)
-    a = np.ascontiguousarray(a, dtype=float).reshape(-1, 6)
-    b = np.ascontiguousarray(b, dtype=float)
-    if b.shape != (len(a),):
-        raise ValueError(f"b must have shape ({len(a)},), got {b.shape}")
-    if len(a) == 0 and hook is None:
-        return QPSolution(q / k, np.zeros(0))
-    m = len(a)
-    if hook is not None:  # one more variable, the hook's stretch s
-        h, c, k_hook = check_vector(hook[0], 6, "hook row"), float(hook[1]), float(hook[2])
-        k = np.append(k, k_hook)
-        q = np.append(q, 0.0)
-        rows = np.zeros((m + 2, 7))  # [a 0], [-h 1], [0 1]
-        rows[:m, :6], rows[m, :6], rows[m:, 6] = a, -h, 1.0
-        a = rows
-        b = np.append(b, (c, 0.0))
-    x, lam = _solve_qp(k, q, a, b, solver)
-    return QPSolution(x[:6], lam[:m], float(x[6]) if hook is not None else 0.0)
-
-
-_ZERO6 = _readonly(np.zeros(6))
-
-
-def _solve_qp(k: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str
-              ) -> tuple[np.ndarray, np.ndarray]:
-    if solver == "daqp":
-        # daqp's default primal tolerance (1e-6) would allow a micrometre of penetration here.
-        x, _, flag, info = daqp.solve(np.diag(k), -q, np.ascontiguousarray(a), np.full(len(b), np.inf), b,
-                                      np.zeros(len(b), dtype=np.intc), primal_tol=_DAQP_TOL)
-        if flag not in (1, 2):
-            raise ContactQPError(f"daqp exit flag {flag}")
-        return np.asarray(x), np.maximum(-np.asarray(info["lam"]), 0.0)
-    if solver == "quadprog":
-        try:
-            x, _, _, _, lam, _ = quadprog.solve_qp(np.diag(k), q, a.T.copy(), b, 0)
-        except ValueError as error:
-            raise ContactQPError(str(error)) from error
-        return x, lam
-    raise ValueError(f"solver must be 'daqp' or 'quadprog', got {solver!r}")
-
-
-# ----------------------------------------------------------------------- interpenetration
-
-
-def interpenetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
-    """Edge–face crossing test: do the bodies overlap by more than ``model.tolerance_m``?"""
-    return _penetrates(model, check_pose(tcp2passive, "tcp2passive"))
-
-
-def _penetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
-    """``contact_geometry.interpenetrate`` at ``tcp2passive`` from the plane distances of every
-    edge end at once (all pieces: the per-piece box culling costs more than it saves on so few
-    pieces): ``contact_kernels.penetrates``."""
-    return kernels.penetrates(tcp2passive[:3, :3], tcp2passive[:3, 3], *model.tables.solid, model.tolerance_m)
-
-
-def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float:
-    """Largest fraction of the way from ``free`` to ``blocked`` found free, to ~tol / 4
-    (``contact_kernels.bisect``; the poses on the way are :func:`_interpolate`'s)."""
-    distance, angle = _gap(free, blocked)
-    step = rotvec_of(free[:3, :3].T @ blocked[:3, :3])
-    return kernels.bisect(free, blocked, step, distance + angle * model.active.radius, model.tolerance_m,
-                          *model.tables.solid)
-
-
-def _warm_up(model: ContactModel) -> None:
-    """Run each kernel once (numba compiles it, or loads it from its cache, on first call)."""
-    pose = np.eye(4)
-    pose[2, 3] = 1.0  # clear of the passive: the kernels' early exits
-    _search(model, pose)
-    _penetrates(model, pose)
-    kernels.bisect(pose, pose, np.zeros(3), 0.0, model.tolerance_m, *model.tables.solid)
-    seated = seated_tcp2passive()  # the full paths: contacts found, a box entered, a QP
-    contacts = _search(model, seated)[0]
-    _penetrates(model, seated)
-    for hook in (None, HookPull(0.0, 1.0)):
-        _qp_step(model, seated, seated, contacts, hook=hook)
-
-
 # ----------------------------------------------------------------------------- the solver
-
-
-def _qp_step(
-    model: ContactModel, cmd: np.ndarray, real: np.ndarray, contacts: ContactSet,
-    load: np.ndarray | None = None, hook: HookPull | None = None,
-) -> tuple[np.ndarray, ContactSet]:
-    """Candidate real pose, and the contacts with their distances predicted there.
-
-    The QP's rows (``contact_kernels.qp_rows``): the contacts linearised about ``real`` (with
-    friction, ``friction_sides`` rows per contact, the linearised cone's sides), and with
-    ``hook`` the hook's spring: the real TCP's height over the passive face is ``cmd[2, 3] +
-    cmd[2, :3] · e_t`` (the passive frame's z row of the real origin), its stretch ``s >= that −
-    depth`` and ``s >= 0`` a 7th variable of stiffness ``hook.stiffness``.
-    """
-    e0 = _deformation_of(cmd, real)
-    tables = model.tables
-    a, b, a_n, b_n = kernels.qp_rows(
-        cmd, real, e0, contacts.normals_passive, contacts.points_passive, contacts.distances, model.friction,
-        tables.cos_flat, tables.sin_flat, hook is not None, 0.0 if hook is None else float(cmd[2, 3] - hook.depth))
-    q = _ZERO6 if load is None else load
-    k = model.stiffness
-    if hook is not None:
-        k, q = np.append(k, hook.stiffness), np.append(q, 0.0)
-    if len(a) == 0:
-        e = q / k
-    else:
-        try:
-            e = _solve_qp(k, q, a, b, model.solver)[0][:6]
-        except ContactQPError:  # contradictory small penetrations: only forbid deepening them
-            relaxed = b.copy()
-            sides = (len(a) - (2 if hook is not None else 0)) // max(len(contacts), 1)
-            relaxed[:sides * len(contacts)] += np.repeat(np.minimum(contacts.distances, 0.0), sides)
-            e = _solve_qp(k, q, a, relaxed, model.solver)[0][:6]
-    return kernels.apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
-                                             a_n @ e - b_n)
-
-
-def _deformation_of(cmd: np.ndarray, real: np.ndarray) -> np.ndarray:
-    """:func:`_deformation` compiled (``contact_kernels.deformation``), scipy's log map beyond ~154°."""
-    e = kernels.deformation(cmd, real)
-    return _deformation(cmd, real) if math.isnan(e[3]) else e
 
 
 def _settle(

@@ -3,8 +3,8 @@
 A solid is a union of convex polyhedra (:class:`CompositeBody`); each piece is built as the
 convex hull of its corner points (:func:`convex_polyhedron`). Building the union marks which
 faces are *external* (not covered by another piece), which edges are real *convex creases* of
-the union, and which vertices lie on its surface. Contact search (``contact.py``) only uses those
-features, so the seams between pieces never produce contacts.
+the union, and which vertices lie on its surface. Contact search (``contact_model.py``) only uses
+those features, so the seams between pieces never produce contacts.
 
 SIROM docking pair (model assumptions; a simplified stand-in for the real interfaces of the
 SIROM self-coupling paper, [SIROM] in the README's Sources; numbers in mm). What the paper fixes

@@ -1,4 +1,4 @@
-"""Compiled geometry kernels of the contact model (``contact.py``): placement, search, clipping.
+"""Compiled geometry kernels of the contact model (``contact_model.py``): placement, search, clipping.
 
 The contact solver's geometry works on a few hundred points and planes at a time; written as
 numpy expressions it paid numpy's per-call overhead (microseconds) a few dozen times per search,

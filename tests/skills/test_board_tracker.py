@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-import orbitree.skills.board as board_module
+import orbitree.skills.board_tracker as tracker_module
 from orbitree.drivers.sim_camera import SensorModel, approach_views, board_scene_camera, random_board_view
 from orbitree.skills.board import TRACKER_CONFIG, BoardTracker, estimate_board_pose, make_detector
 from orbitree.skills.board_model import make_aruco_board, sirom_board_model
@@ -148,8 +148,8 @@ def test_lost_board_is_searched_without_the_full_size_whole_image_detection(monk
     cam.set_cam2world(cam2board)
     away = cam.render()
     whole_image = []
-    real = board_module.detect_board_markers
-    monkeypatch.setattr(board_module, "detect_board_markers",
+    real = tracker_module.detect_board_markers
+    monkeypatch.setattr(tracker_module, "detect_board_markers",
                         lambda *args, **kwargs: whole_image.append(1) or real(*args, **kwargs))
     assert tracker.update(away) is None  # lost: the prediction's searches, then the whole image
     assert tracker.update(away) is None and tracker.update(away) is None  # no prediction: coarse
