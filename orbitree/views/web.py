@@ -390,15 +390,21 @@ class WebView(_App):
                     print(f"orbitree: web view: camera {robot}: {type(exc).__name__}: {exc}", file=sys.stderr)
                     continue
                 self.camera_s += time.perf_counter() - started
-                self.camera_images += 1
-                info.update(stamp=round(float(frame.stamp), 6), seq=self.camera_images)
-                with self._lock:
-                    images = self._images.setdefault(robot, {})
-                    images[self.camera_images] = jpeg
-                    while len(images) > CAMERA_KEPT:
-                        del images[next(iter(images))]
-                    if self.state is not None:
-                        self.state.set_camera(robot, info)
+                self.keep_camera_image(robot, jpeg, {**info, "stamp": round(float(frame.stamp), 6)})
+
+    def keep_camera_image(self, robot: str, jpeg: bytes, info: dict[str, Any]) -> int:
+        """Number ``jpeg`` (the next ``seq``), keep it among ``robot``'s last ``CAMERA_KEPT`` and
+        announce it with its description ``info`` to the pages; returns its seq."""
+        with self._lock:
+            self.camera_images += 1
+            seq = self.camera_images
+            images = self._images.setdefault(robot, {})
+            images[seq] = jpeg
+            while len(images) > CAMERA_KEPT:
+                del images[next(iter(images))]
+            if self.state is not None:
+                self.state.set_camera(robot, {**info, "seq": seq})
+        return seq
 
     def camera_image(self, robot: str, seq: int | None = None) -> bytes | None:
         with self._lock:

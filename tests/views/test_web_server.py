@@ -103,6 +103,23 @@ def test_host_given_explicitly_is_used():
         view.close()
 
 
+def test_camera_images_are_served_by_the_seq_the_page_was_told_of_while_kept():
+    view = WebView(port=0)
+    view.listen()
+    try:
+        assert request(view.port, "GET", "/camera/arm.jpg")[0] == 404  # nothing seen yet
+        seqs = [view.keep_camera_image("arm", f"jpeg {k}".encode(), {"markers": []}) for k in range(10)]
+        assert seqs == list(range(1, 11))
+        assert request(view.port, "GET", "/camera/arm.jpg?seq=4") == (200, b"jpeg 3")
+        assert request(view.port, "GET", "/camera/arm.jpg?seq=10") == (200, b"jpeg 9")
+        # the last 8 are kept; an older, unknown or malformed seq gets the latest
+        for query in ("?seq=2", "?seq=11", "?seq=x", "?seq=-3", "", "?seq=99999999999999999999"):
+            assert request(view.port, "GET", f"/camera/arm.jpg{query}") == (200, b"jpeg 9"), query
+        assert request(view.port, "GET", "/camera/other.jpg?seq=4")[0] == 404
+    finally:
+        view.close()
+
+
 def request_at(address: str, port: int, path: str) -> int:
     import http.client
 
