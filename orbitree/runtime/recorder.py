@@ -99,6 +99,7 @@ class Recorder:
         self._file: TextIO | None = None
         self._lines: list[str] = []  # tick lines not yet handed to the file
         self._flushed = 0.0  # time.monotonic() of the last flush
+        self.due = FLUSH_INTERVAL_S  # time.monotonic() from which a tick record written is flushed
         self._queued: Callable[[], list[str]] | None = None  # the tick records queued elsewhere
 
     def attach(self, queued: Callable[[], list[str]]) -> None:
@@ -120,6 +121,7 @@ class Recorder:
         self._file.write(dumps(record) + "\n")
         self._file.flush()
         self._flushed = time.monotonic()
+        self.due = self._flushed + FLUSH_INTERVAL_S
 
     def write_line(self, line: str) -> None:
         """Write one record already encoded (a tick); flushed within ``FLUSH_INTERVAL_S``."""
@@ -129,7 +131,8 @@ class Recorder:
         self._flush_if_due()
 
     def queued(self) -> None:
-        """A tick record was queued (``attach``): flushed within ``FLUSH_INTERVAL_S``."""
+        """A tick record was queued (``attach``): flushed within ``FLUSH_INTERVAL_S``. (The tick
+        log calls this only once ``time.monotonic()`` reaches ``due``: a tick costs no call.)"""
         if self._file is not None:
             self._flush_if_due()
 
@@ -139,6 +142,7 @@ class Recorder:
             self._drain()
             self._file.flush()
             self._flushed = now
+            self.due = now + FLUSH_INTERVAL_S
 
     def _drain(self) -> None:
         """Hand the waiting tick lines to the file, in one write."""

@@ -1,0 +1,46 @@
+"""The executive finds the nodes' work beside the tick (``Offload`` attributes) without making the
+nodes' ``__dict__``: CPython keeps attributes inline until then, and every attribute access of a
+node whose dict was made takes a slower path for the rest of the run."""
+
+from __future__ import annotations
+
+import gc
+
+from orbitree.behaviours.catalogue import load_mission
+from orbitree.nodes.offload import Offload
+from orbitree.runtime.executive import Executive
+
+MISSION = """mission: offloads
+rate_hz: 125
+max_duration: 0.1 s
+tree:
+  sequence:
+    children:
+      - wait: 20 ms
+      - log: done
+"""
+
+
+def dict_made(node) -> bool:
+    """Whether ``node`` keeps its attributes in a dict (its ``__dict__`` was asked for)."""
+    held = [value for value in gc.get_referents(node) if value is not type(node)]
+    return len(held) == 1 and type(held[0]) is dict
+
+
+def test_offloads_are_found_as_vars_finds_them_and_the_nodes_keep_their_attributes_inline(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(MISSION)
+    ex = Executive(load_mission(path))
+    nodes = ex._nodes
+    held = Offload(lambda job: job, threaded=False, name="held by the wait")
+    nodes[1].worker = held  # as perceive holds its worker
+    assert not any(dict_made(node) for node in nodes)
+
+    assert ex._offloads() == [held]
+    assert not any(dict_made(node) for node in nodes)
+    ex.run()  # which looks for them before and after its loop
+    assert not any(dict_made(node) for node in nodes)
+    # a node whose dict was made is read from that dict; the same result as vars() gives
+    vars(nodes[1])
+    assert dict_made(nodes[1])
+    assert ex._offloads() == [held] == [v for n in nodes for v in vars(n).values() if isinstance(v, Offload)]
