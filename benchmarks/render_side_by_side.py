@@ -20,9 +20,12 @@ between frames looks faster here than it is in a run.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -60,7 +63,10 @@ def record(overrides: list[str]) -> list[tuple]:
 
 
 def base_camera_class(rev: str) -> type:
-    """SimCamera of revision ``rev``, its modules loaded as a private package."""
+    """SimCamera of revision ``rev``, its modules loaded as a private package (from files in a
+    temporary folder: numba's cached kernels, ``cache=True``, need the source on disk)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"base_render_{rev.replace('/', '_')}_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     package = types.ModuleType("base_render")
     package.__path__ = []
     sys.modules[package.__name__] = package
@@ -74,7 +80,8 @@ def base_camera_class(rev: str) -> type:
         for other in MODULES:
             source = source.replace(f"orbitree.drivers.{other} import", f"base_render.{other} import")
         module = types.ModuleType(f"base_render.{name}")
-        module.__file__ = f"{rev}:drivers/{name}.py"
+        module.__file__ = str(folder / f"{name}.py")  # drivers/{name}.py at revision rev
+        Path(module.__file__).write_text(source, encoding="utf-8")
         sys.modules[module.__name__] = module
         exec(compile(source, module.__file__, "exec"), module.__dict__)  # the project's own code, at that revision
     return sys.modules["base_render.sim_camera"].SimCamera
