@@ -2,7 +2,8 @@
 
 Records the camera poses and scene poses of every frame the flagship mission (missions/sirom_dock.yaml
 from the SIROM paper's example misalignment, seed 0) renders, then renders each frame with the
-renderer of ``--base`` (its drivers/sim_render.py, sim_scene.py and sim_camera.py, read with
+renderer of ``--base`` (its drivers/sim_render.py, sim_scene.py and sim_camera.py, and the modules
+split out of sim_render.py where that revision has them, read with
 ``git show``) and with this checkout's, alternating which goes first, in one process pinned to one
 core. Prints the median CPU time per frame of each (process CPU time: the shared machine's other
 work does not count), their ratio, and how many pixels of the two images differ (the faces'
@@ -19,9 +20,12 @@ between frames looks faster here than it is in a run.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -35,7 +39,8 @@ from orbitree.runtime.executive import Executive
 ROOT = Path(__file__).resolve().parents[1]
 MISSION = ROOT / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
-MODULES = ("sim_coverage", "sim_render", "sim_scene", "sim_camera")  # in import order
+MODULES = ("sim_coverage", "sim_patches", "sim_rays", "sim_render", "sim_scene", "sim_camera")  # in import order
+SPLIT_OUT = ("sim_coverage", "sim_patches", "sim_rays")  # split out of sim_render.py: absent at older revisions
 BASE = "1ae4f6f"  # main before issue 15's rendering work
 
 
@@ -58,21 +63,25 @@ def record(overrides: list[str]) -> list[tuple]:
 
 
 def base_camera_class(rev: str) -> type:
-    """SimCamera of revision ``rev``, its modules loaded as a private package."""
+    """SimCamera of revision ``rev``, its modules loaded as a private package (from files in a
+    temporary folder: numba's cached kernels, ``cache=True``, need the source on disk)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"base_render_{rev.replace('/', '_')}_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     package = types.ModuleType("base_render")
     package.__path__ = []
     sys.modules[package.__name__] = package
     for name in MODULES:
         shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:drivers/{name}.py"],
                                capture_output=True, text=True)
-        if shown.returncode != 0 and name == "sim_coverage":
+        if shown.returncode != 0 and name in SPLIT_OUT:
             continue  # not split out of sim_render.py yet at that revision
         shown.check_returncode()
         source = shown.stdout
         for other in MODULES:
             source = source.replace(f"orbitree.drivers.{other} import", f"base_render.{other} import")
         module = types.ModuleType(f"base_render.{name}")
-        module.__file__ = f"{rev}:drivers/{name}.py"
+        module.__file__ = str(folder / f"{name}.py")  # drivers/{name}.py at revision rev
+        Path(module.__file__).write_text(source, encoding="utf-8")
         sys.modules[module.__name__] = module
         exec(compile(source, module.__file__, "exec"), module.__dict__)  # the project's own code, at that revision
     return sys.modules["base_render.sim_camera"].SimCamera

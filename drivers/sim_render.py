@@ -34,335 +34,56 @@ fixed-point grid (the flagship's images change by 1 DN in 0.03 % of their pixels
 
 Conventions: continuous texture coordinates put texel ``(i, j)`` on ``[j, j+1) x [i, i+1)``;
 OpenCV's image functions put pixel centres on integers, hence the half-texel shifts below.
+
+The patches and their textures are in :mod:`orbitree.drivers.sim_patches`, the lens's ray table
+in :mod:`orbitree.drivers.sim_rays`; this module holds the rasteriser (:func:`render_patches`)
+and re-exports their public names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import cv2
 import numpy as np
-from scipy.interpolate import RectBivariateSpline
 
 from orbitree.drivers.sim_coverage import clip_box, fill_polygons
+from orbitree.drivers.sim_patches import (
+    Patch,
+    marker_patch,
+    marker_texture_levels,
+    plane_basis,
+    polygon_patch,
+    premultiplied,
+    rect_patch,
+)
+from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistorted_rays
+
+__all__ = [
+    "NEAR_Z_M",
+    "RAY_GRID_PX",
+    "ROI_PAD_PX",
+    "SMOOTH_MIN_PIXELS",
+    "Patch",
+    "RayTable",
+    "marker_patch",
+    "marker_texture_levels",
+    "plane_basis",
+    "polygon_patch",
+    "premultiplied",
+    "ray_table",
+    "rect_patch",
+    "render_patch",
+    "render_patches",
+    "undistorted_rays",
+]
 
 NEAR_Z_M = 1e-3
 ROI_PAD_PX = 3
 
 
-# What the scene is built from, made once per process and shared (read-only arrays): a campaign's
-# worker, or the test suite, builds the same interfaces, markers and lens run after run (0.2 s a
-# sim world at 1280x720: the rays 0.1 s, the faces' coverage textures 0.07 s, the markers' 0.04 s).
-_RAY_TABLES: dict[tuple, RayTable] = {}
-_FACES: dict[tuple, Patch] = {}
-_MARKER_LEVELS: dict[tuple, tuple[np.ndarray, ...]] = {}
-_SHARED_MAX = {id(_RAY_TABLES): 4, id(_FACES): 4096, id(_MARKER_LEVELS): 1024}
-
-
-def _shared(store: dict, key: tuple, build: Callable[[], Any]) -> Any:
-    """``store[key]``, built by ``build()`` the first time (the store emptied when full)."""
-    value = store.get(key)
-    if value is None:
-        if len(store) >= _SHARED_MAX[id(store)]:
-            store.clear()
-        value = store[key] = build()
-    return value
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
-
-
 def _half_texel_shift() -> np.ndarray:
     return np.array([[1.0, 0.0, -0.5], [0.0, 1.0, -0.5], [0.0, 0.0, 1.0]])
-
-
-@dataclass(frozen=True)
-class Patch:
-    """A planar textured patch fixed to a body.
-
-    levels : texture pyramid, each (h, w, 2) float32 premultiplied ``(albedo*alpha, alpha)``, or
-        (h, w) float32 albedo for an opaque patch (faster, hard edge); level ``l`` has ``2**l``
-        times the resolution of level 0 (or a single level).
-    tex2plane : (3, 3) homography from level-0 continuous texture coordinates to plane
-        coordinates (s, t), metres.
-    plane2body : (3, 3) columns ``[e1, e2, origin]``: the body point of plane coordinates (s, t)
-        is ``s*e1 + t*e2 + origin``.
-    supersample : k, samples per pixel side inside the patch's bounding box.
-    marker_id : the ArUco id printed on the patch, if any.
-    normal : outward normal (3,) in the body frame of a face of a solid: the patch is drawn only
-        from the side it faces (back faces culled); None: seen from both sides.
-    polygon : (N, 2) plane coordinates of a uniform convex polygon of albedo ``albedo`` (a
-        face): when it lies wholly in front of the camera and in view it is filled directly in
-        the image (its projected outline, edges through the lens, coverage from a 4x4 fill of
-        its bounding box) instead of sampling the texture, which stays for the other cases.
-    smooth : the texture varies slowly at the pixel scale (a table top's mottling): a patch
-        that covers much of the image is sampled at half resolution and enlarged.
-    """
-
-    levels: tuple[np.ndarray, ...]
-    tex2plane: np.ndarray
-    plane2body: np.ndarray
-    supersample: int = 4
-    marker_id: int | None = None
-    normal: np.ndarray | None = None
-    polygon: np.ndarray | None = None
-    albedo: float = 0.0
-    smooth: bool = False
-    outline_plane: np.ndarray = field(init=False, repr=False)
-    planes: tuple[tuple[np.ndarray, np.ndarray] | None, ...] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        h, w = self.levels[0].shape[:2]
-        outline = np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]])
-        pts = cv2.perspectiveTransform(outline[None], self.tex2plane)[0]
-        object.__setattr__(self, "outline_plane", pts)
-        # a premultiplied level as two contiguous one-channel images: OpenCV remaps one float
-        # channel 3.5x faster than two, and at the exact coordinates (two channels go through
-        # a 1/32-texel fixed-point grid)
-        object.__setattr__(self, "planes", tuple(
-            None if level.ndim == 2 else (np.ascontiguousarray(level[..., 0]), np.ascontiguousarray(level[..., 1]))
-            for level in self.levels))
-
-    def outline_body(self) -> np.ndarray:
-        """(4, 3) outer corners of the texture in the body frame."""
-        st1 = np.column_stack([self.outline_plane, np.ones(4)])
-        return st1 @ self.plane2body.T
-
-    def with_levels(self, levels: tuple[np.ndarray, ...]) -> Patch:
-        """The same geometry with another texture pyramid (same level-0 size)."""
-        return Patch(levels, self.tex2plane, self.plane2body, self.supersample, self.marker_id,
-                     self.normal, self.polygon, self.albedo, self.smooth)
-
-    def centre_body(self) -> np.ndarray:
-        """(3,) centre of the texture's outline in the body frame (for painter's sorting)."""
-        return self.outline_body().mean(axis=0)
-
-
-def plane_basis(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal in-plane basis of >= 3 coplanar points (N, 3).
-
-    Returns ``plane2body`` (3, 3) with columns e1, e2, origin (origin = first point, e1 towards
-    the second point) and the points' plane coordinates (N, 2).
-    """
-    origin = points[0]
-    e1 = points[1] - origin
-    e1 /= np.linalg.norm(e1)
-    normal = np.cross(points[1] - origin, points[-1] - origin)
-    normal /= np.linalg.norm(normal)
-    e2 = np.cross(normal, e1)
-    plane2body = np.column_stack([e1, e2, origin])
-    rel = points - origin
-    return plane2body, np.column_stack([rel @ e1, rel @ e2])
-
-
-def premultiplied(albedo: np.ndarray, alpha: np.ndarray | None = None) -> np.ndarray:
-    """(h, w, 2) float32 texture from an albedo map in [0, 1] and an optional coverage map."""
-    albedo = albedo.astype(np.float32)
-    alpha = np.ones_like(albedo) if alpha is None else alpha.astype(np.float32)
-    return np.dstack([albedo * alpha, alpha])
-
-
-def marker_texture_levels(
-    dictionary: cv2.aruco.Dictionary,
-    marker_id: int,
-    bits: int,
-    border_ratio: float,
-    black: float,
-    white: float,
-    n_levels: int,
-) -> tuple[np.ndarray, ...]:
-    """Pyramid of marker images (black square plus white border), exact cell boundaries.
-
-    At level 0 a cell is 2 texels and the white border ``2 * border_ratio * (bits + 2)``
-    texels (``border_ratio`` = border width / marker side, must make that an integer).
-    Read-only arrays, made once per process for the same marker and arguments (see
-    :func:`_shared`).
-    """
-    key = (np.asarray(dictionary.bytesList).tobytes(), int(marker_id), int(bits), float(border_ratio),
-           float(black), float(white), int(n_levels))
-    return _shared(_MARKER_LEVELS, key, lambda: _marker_texture_levels(
-        dictionary, marker_id, bits, border_ratio, black, white, n_levels))
-
-
-def _marker_texture_levels(dictionary: cv2.aruco.Dictionary, marker_id: int, bits: int,
-                           border_ratio: float, black: float, white: float,
-                           n_levels: int) -> tuple[np.ndarray, ...]:
-    cells = bits + 2
-    border0 = 2 * border_ratio * cells
-    if abs(border0 - round(border0)) > 1e-6:
-        raise ValueError(f"border/side ratio {border_ratio} does not fit a half-cell grid")
-    levels = []
-    for level in range(n_levels):
-        scale = 2**level
-        side = 2 * cells * scale
-        img = cv2.aruco.generateImageMarker(dictionary, marker_id, side, borderBits=1)
-        pad = round(border0) * scale
-        img = cv2.copyMakeBorder(img, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=255)
-        albedo = np.where(img > 127, white, black)
-        levels.append(_read_only(premultiplied(albedo)))
-    return tuple(levels)
-
-
-def marker_patch(
-    corners_body: np.ndarray,
-    levels: tuple[np.ndarray, ...],
-    border_texels: int,
-    marker_id: int,
-    supersample: int = 4,
-) -> Patch:
-    """A marker printed so that its black square's corners land on ``corners_body`` (4, 3)."""
-    plane2body, st = plane_basis(corners_body)
-    size = levels[0].shape[0]
-    lo, hi = float(border_texels), float(size - border_texels)
-    tex = np.array([[lo, lo], [hi, lo], [hi, hi], [lo, hi]], dtype=np.float32)
-    tex2plane = cv2.getPerspectiveTransform(tex, st.astype(np.float32))
-    return Patch(levels, tex2plane.astype(np.float64), plane2body, supersample, marker_id)
-
-
-def rect_patch(
-    texture: np.ndarray, width_m: float, height_m: float, center2body: np.ndarray, supersample: int
-) -> Patch:
-    """A rectangular texture centred on ``center2body`` (4, 4), its x/y axes along the texture's
-    u / -v (the texture is seen upright from +z of that frame)."""
-    h, w = texture.shape[:2]
-    tex2plane = np.array(
-        [[width_m / w, 0, -width_m / 2], [0, height_m / h, -height_m / 2], [0, 0, 1]]
-    )
-    rot, origin = center2body[:3, :3], center2body[:3, 3]
-    plane2body = np.column_stack([rot[:, 0], -rot[:, 1], origin])
-    return Patch((texture,), tex2plane, plane2body, supersample)
-
-
-def polygon_patch(
-    vertices_body: np.ndarray, normal: np.ndarray, albedo: float, texel_m: float = 2.5e-4,
-    max_texels: int = 1024,
-) -> Patch:
-    """A flat convex polygon of uniform ``albedo``, vertices (N, 3) in the body frame, seen
-    only from the side its outward ``normal`` (3,) points to: a face of a solid. The polygon is
-    an anti-aliased coverage mask on a texture of about ``texel_m`` per texel (coarser when the
-    face would need more than ``max_texels`` a side), sampled once per pixel. Made once per
-    process for the same face (see :func:`_shared`)."""
-    vertices = np.ascontiguousarray(vertices_body, dtype=np.float64)
-    normal = np.ascontiguousarray(normal, dtype=np.float64)
-    key = (vertices.shape, vertices.tobytes(), normal.tobytes(), float(albedo), float(texel_m), int(max_texels))
-    return _shared(_FACES, key, lambda: _polygon_patch(vertices, normal, albedo, texel_m, max_texels))
-
-
-def _polygon_patch(vertices: np.ndarray, normal: np.ndarray, albedo: float, texel_m: float,
-                   max_texels: int) -> Patch:
-    normal = normal / np.linalg.norm(normal)
-    origin = vertices[0]
-    e1 = vertices[1] - origin
-    e1 /= np.linalg.norm(e1)
-    e2 = np.cross(normal, e1)
-    rel = vertices - origin
-    st = np.column_stack([rel @ e1, rel @ e2])
-    pad = 2.0 * texel_m
-    low, high = st.min(axis=0) - pad, st.max(axis=0) + pad
-    size_m = high - low
-    texel = max(texel_m, float(size_m.max()) / max_texels)
-    w, h = (max(int(np.ceil(v / texel)), 4) for v in size_m)
-    scale = np.array([w / size_m[0], h / size_m[1]])
-    k = 4  # coverage by 4x4 supersampling
-    big = np.zeros((h * k, w * k), np.uint8)
-    uv = (st - low) * scale  # continuous texture coordinates
-    pts = np.round((uv * k - 0.5) * 16).astype(np.int32)
-    cv2.fillPoly(big, [pts], 255, cv2.LINE_8, shift=4)
-    alpha = cv2.resize(big, (w, h), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
-    texture = _read_only(premultiplied(np.full((h, w), albedo, np.float32), alpha))
-    tex2plane = np.array([[1.0 / scale[0], 0.0, low[0]], [0.0, 1.0 / scale[1], low[1]], [0.0, 0.0, 1.0]])
-    plane2body = np.column_stack([e1, e2, origin])
-    return Patch((texture,), _read_only(tex2plane), _read_only(plane2body), 1, None, _read_only(normal),
-                 _read_only(st), float(albedo))
-
-
-RAY_GRID_PX = 8  # spacing of the pixels whose rays are computed exactly (RayTable)
-
-
-def undistorted_rays(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, width: int, height: int,
-                     grid_px: int | None = RAY_GRID_PX, dtype: type = np.float32) -> np.ndarray:
-    """Undistorted normalised ray (x, y) of every pixel centre, (height, width, 2) of ``dtype``.
-
-    ``cv2.undistortPoints`` (iterated to 1e-12) on the pixels of a grid every ``grid_px`` pixels
-    (and the last row and column), interpolated to every pixel by a bicubic spline: 64x fewer
-    points to undistort (0.07 s instead of 0.43 s at 1280x720); the smooth lens makes the
-    spline's error 5e-7 px for the default distortion (checked in the tests against the per
-    pixel undistortion: < 1e-5 px, below the float32 rays' own resolution of ~4e-5 px).
-    ``grid_px`` None: every pixel undistorted."""
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
-    step = 1 if grid_px is None or min(width, height) < 4 * grid_px else grid_px
-    xs = np.unique(np.append(np.arange(0, width, step), width - 1)).astype(np.float64)
-    ys = np.unique(np.append(np.arange(0, height, step), height - 1)).astype(np.float64)
-    grid = np.stack(np.meshgrid(xs, ys), axis=2).reshape(-1, 1, 2)
-    rays = cv2.undistortPoints(grid, camera_matrix, dist_coeffs, criteria=criteria).reshape(len(ys), len(xs), 2)
-    if step == 1:
-        return rays.astype(dtype)
-    out = np.empty((height, width, 2), dtype)
-    rows, cols = np.arange(height, dtype=np.float64), np.arange(width, dtype=np.float64)
-    for channel in range(2):
-        out[..., channel] = RectBivariateSpline(ys, xs, rays[..., channel], kx=3, ky=3, s=0)(rows, cols)
-    return out
-
-
-def ray_table(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, width: int, height: int) -> RayTable:
-    """The :class:`RayTable` of a lens and image size, made once per process (0.1 s at 1280x720)
-    and shared by the cameras that have that lens (see :func:`_shared`)."""
-    k = np.array(camera_matrix, dtype=np.float64)
-    dist = np.array(dist_coeffs, dtype=np.float64).ravel()
-    key = (k.tobytes(), dist.tobytes(), int(width), int(height))
-    return _shared(_RAY_TABLES, key, lambda: RayTable(k, dist, int(width), int(height)))
-
-
-@dataclass
-class RayTable:
-    """Undistorted normalised viewing ray (x, y) of every pixel centre, (H, W, 2) float32."""
-
-    camera_matrix: np.ndarray
-    dist_coeffs: np.ndarray
-    width: int
-    height: int
-    rays: np.ndarray = field(init=False, repr=False)
-    rays_min: np.ndarray = field(init=False, repr=False)
-    rays_max: np.ndarray = field(init=False, repr=False)
-    focal_px: float = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.rays = _read_only(undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height))
-        self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
-        self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
-        self.focal_px = float(max(self.camera_matrix[0, 0], self.camera_matrix[1, 1]))
-        # per column (row) the range of ray x (y) it covers: finds the pixels a ray box needs
-        self.col_x = np.stack([self.rays[..., 0].min(axis=0), self.rays[..., 0].max(axis=0)], axis=1)
-        self.row_y = np.stack([self.rays[..., 1].min(axis=1), self.rays[..., 1].max(axis=1)], axis=1)
-
-    def half_rays(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
-        """The rays of the centres of 2x2 pixel blocks over the box (x0, y0, x1, y1), ((h + 1) // 2,
-        (w + 1) // 2, 2): the box averages of the rays (cached per box: a smooth patch that fills the
-        image asks for the same box every frame)."""
-        cache = self.__dict__.setdefault("_half_rays", {})
-        rays = cache.get((x0, y0, x1, y1))
-        if rays is None:
-            h2, w2 = (y1 - y0 + 1) // 2, (x1 - x0 + 1) // 2
-            rays = cv2.resize(self.rays[y0:y0 + 2 * h2, x0:x0 + 2 * w2], (w2, h2), interpolation=cv2.INTER_AREA)
-            if len(cache) >= 8:
-                cache.clear()
-            cache[x0, y0, x1, y1] = rays
-        return rays
-
-    def pixels_of_ray_box(
-        self, low: np.ndarray, high: np.ndarray
-    ) -> tuple[int, int, int, int] | None:
-        """Pixel box (x0, y0, x1, y1) holding every pixel whose ray lies in [low, high]; None
-        when no pixel does."""
-        cols = np.nonzero((self.col_x[:, 1] >= low[0]) & (self.col_x[:, 0] <= high[0]))[0]
-        rows = np.nonzero((self.row_y[:, 1] >= low[1]) & (self.row_y[:, 0] <= high[1]))[0]
-        if len(cols) == 0 or len(rows) == 0:
-            return None
-        return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
 def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) -> int:

@@ -55,6 +55,9 @@ Decisions and ur_rtde facts this driver relies on:
 * **Blocking.** Streaming commands and reads return at once. ``move_l`` / ``move_j`` return once
   the controller accepted the move. ``stop()`` waits for the controller to acknowledge the
   stop (a few ms). ``reconnect()`` sleeps between attempts and must not run inside a tick.
+
+The error classes and the pose conversions (:func:`pose_to_ur`, :func:`pose_from_ur`) are in
+:mod:`orbitree.drivers.ur_common`, re-exported here.
 """
 
 from __future__ import annotations
@@ -67,7 +70,16 @@ from typing import Any, Literal
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.interfaces import DriverDisconnected, RobotState
+from orbitree.drivers.interfaces import RobotState
+from orbitree.drivers.ur_common import (
+    URCommandError,
+    URConnectionError,
+    URNotReadyError,
+    URRobotError,
+    _vector6,
+    pose_from_ur,
+    pose_to_ur,
+)
 from orbitree.skills.se3 import wrench_base_to_tcp
 
 __all__ = [
@@ -86,7 +98,6 @@ _log = logging.getLogger(__name__)
 # servoL's speed and acceleration are ignored by ur_rtde; these are its examples' values.
 _SERVO_UNUSED_SPEED = 0.5
 _SERVO_UNUSED_ACCELERATION = 0.5
-_ORTHONORMAL_TOLERANCE = 1e-6
 # setup() waits up to 1 s for the receive stream to report the TCP setTcp made (1 mm, 0.5 deg)
 _TOOL_SETTLE_STEP = 0.002
 _TOOL_SETTLE_POLLS = 500
@@ -94,57 +105,6 @@ _TOOL_SETTLE_METRES = 1e-3
 _TOOL_SETTLE_RADIANS = np.radians(0.5)
 
 _Mode = Literal["idle", "speed", "servo", "move_l", "move_j"]
-
-
-class URRobotError(RuntimeError):
-    """Base of the errors URRobot raises."""
-
-
-class URNotReadyError(URRobotError):
-    """The controller is reachable but refuses commands (local mode, protective stop...)."""
-
-
-class URConnectionError(URRobotError, DriverDisconnected):
-    """The controller cannot be reached, the link dropped, or reconnection gave up."""
-
-
-class URCommandError(URRobotError):
-    """ur_rtde returned False for a command: the controller did not accept it."""
-
-
-def pose_to_ur(tcp2base: np.ndarray) -> list[float]:
-    """(4, 4) homogeneous pose → UR pose ``[x, y, z, rx, ry, rz]`` (m, axis-angle rad)."""
-    matrix = np.asarray(tcp2base, dtype=float)
-    if matrix.shape != (4, 4):
-        raise ValueError(f"pose must be a (4, 4) matrix, got shape {matrix.shape}")
-    if not np.all(np.isfinite(matrix)):
-        raise ValueError(f"pose must be finite, got {matrix.tolist()}")
-    rotation = matrix[:3, :3]
-    error = np.abs(rotation.T @ rotation - np.eye(3)).max()
-    if error > _ORTHONORMAL_TOLERANCE or np.linalg.det(rotation) < 0:
-        raise ValueError(
-            f"pose rotation must be orthonormal with det +1 (max |RᵀR - I| = {error:.2e})"
-        )
-    rotvec = Rotation.from_matrix(rotation).as_rotvec()
-    return [float(v) for v in (*matrix[:3, 3], *rotvec)]
-
-
-def pose_from_ur(pose: Any) -> np.ndarray:
-    """UR pose ``[x, y, z, rx, ry, rz]`` → (4, 4) homogeneous pose."""
-    values = _vector6(pose, "UR pose")
-    matrix = np.eye(4)
-    matrix[:3, :3] = Rotation.from_rotvec(values[3:]).as_matrix()
-    matrix[:3, 3] = values[:3]
-    return matrix
-
-
-def _vector6(values: Any, what: str) -> np.ndarray:
-    vector = np.asarray(values, dtype=float).reshape(-1)
-    if vector.shape != (6,):
-        raise ValueError(f"{what} must have 6 values, got {vector.shape[0]}")
-    if not np.all(np.isfinite(vector)):
-        raise ValueError(f"{what} must be finite, got {vector.tolist()}")
-    return vector
 
 
 def _default_control_factory(host: str, frequency: float) -> Any:

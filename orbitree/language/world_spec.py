@@ -181,7 +181,7 @@ IDEAL_FT_SENSOR = FTSensorSpec(noise=(0.0, 0.0), bias=(0.0, 0.0), drift=(0.0, 0.
 
 class KinematicErrorSpec(Strict):
     """sim: the arm as built differs from its nominal DH table by these standard deviations,
-    drawn per run (``orbitree.drivers.sim_robot.perturbed_table``)."""
+    drawn per run (``orbitree.drivers.sim_robot_config.perturbed_table``)."""
 
     length: Length = Field(1e-4, ge=0.0, description="on every d and a")
     angle: AngleDeg = Field(1e-2, ge=0.0, validate_default=True,
@@ -198,7 +198,7 @@ class KinematicErrorSpec(Strict):
 
     def true_table(self, rng: np.random.Generator) -> kin.DHTable:
         """The arm as built: the nominal table (HM with ``offsets``), drawn around per run."""
-        from orbitree.drivers.sim_robot import perturbed_table
+        from orbitree.drivers.sim_robot_config import perturbed_table
 
         base = kin.UR10E
         if self.offsets:
