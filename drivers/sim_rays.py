@@ -67,6 +67,9 @@ class RayTable:
     rays_min: np.ndarray = field(init=False, repr=False)
     rays_max: np.ndarray = field(init=False, repr=False)
     focal_px: float = field(init=False, repr=False)
+    # the half-resolution rays per box (half_rays); a field, not an entry made in __dict__, which
+    # would move every attribute read of the table to CPython's slower path
+    _half_rays: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rays = _read_only(undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height))
@@ -81,11 +84,12 @@ class RayTable:
         """The rays of the centres of 2x2 pixel blocks over the box (x0, y0, x1, y1), ((h + 1) // 2,
         (w + 1) // 2, 2): the box averages of the rays (cached per box: a smooth patch that fills the
         image asks for the same box every frame)."""
-        cache = self.__dict__.setdefault("_half_rays", {})
+        cache = self._half_rays
         rays = cache.get((x0, y0, x1, y1))
         if rays is None:
             h2, w2 = (y1 - y0 + 1) // 2, (x1 - x0 + 1) // 2
-            rays = cv2.resize(self.rays[y0:y0 + 2 * h2, x0:x0 + 2 * w2], (w2, h2), interpolation=cv2.INTER_AREA)
+            rays = _read_only(cv2.resize(self.rays[y0:y0 + 2 * h2, x0:x0 + 2 * w2], (w2, h2),
+                                         interpolation=cv2.INTER_AREA))
             if len(cache) >= 8:
                 cache.clear()
             cache[x0, y0, x1, y1] = rays
