@@ -53,9 +53,11 @@ and by an earlier one, alternately in one process pinned to one core, median CPU
 then 1.10-1.13x less again (15.3 -> 13.6 ms on a loaded core: a marker's two texture channels
 sampled as two one-channel remaps, the faces' row spans for all faces at once), then 1.38x less
 again (13.6-14.1 -> 9.8-10.2 ms: the noise read from a per-camera table of draws, the tool that
-moves with the camera painted from a cached layer). What is left, per frame: the exposure about
-2 ms (the light, a 7-tap blur 0.8 ms, the noise's sigma and sum), the markers' 4x4 supersampling
-about 2 ms (two remaps of 16 samples a pixel), the passive interface's faces 1.8 ms, the table
+moves with the camera painted from a cached layer), then the faces' fill compiled (numba,
+``sim_coverage``; 738 -> 285 ms of a flagship run, the same pixels). What is left, per frame: the
+exposure about 2 ms (the light, a 7-tap blur 0.8 ms, the noise's sigma and sum), the markers' 4x4
+supersampling about 2-3 ms (two remaps of 16 samples a pixel), the passive interface's faces
+0.6-1.2 ms (its projected outlines, then the compiled fill), the table
 1.5 ms (its texture coordinates from an 8-px grid would save 0.3 ms for an error of 0.008 texel),
 the motion blur 0.3 ms. The faces' coverage is exact 4x4 point sampling (the earlier fill of a
 4x-resolution raster put 1/8 px too much on every edge). Tried in the fourth round and not kept:
