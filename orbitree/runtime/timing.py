@@ -32,6 +32,7 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
         self._total = [0.0] * len(behaviours)
         self._count = [0] * len(behaviours)
         self._worst = [0.0] * len(behaviours)
+        self._unseen = [_UNSEEN] * len(behaviours)  # "last logged" entries no node's status or text is
         self._last = 0.0
 
     # seconds, ticks and the longest self time per node (arrays made when asked for)
@@ -75,34 +76,24 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
         nodes, total, count, worst = self._nodes, self._total, self._count, self._worst
         get, clock = nodes.get, time.perf_counter
         last = clock() if start is None else start
-        if ticked is not None and seen is not None:  # the executive's tick: one loop, no test of the mode
+        if ticked is not None and seen is not None:
             note = ticked.append
             statuses, messages = seen
-            for node in root.tick():
-                now = clock()
-                i = get(node)
-                if i is not None:
-                    spent = now - last
-                    total[i] += spent
-                    count[i] += 1
-                    if spent > worst[i]:
-                        worst[i] = spent
-                    if node.status is not statuses[i] or node.feedback_message != messages[i]:
-                        note(i)
-                last = now
-        else:
+        else:  # every node ticked is noted: statuses no node has (one loop, no test of the mode per node)
             note = ticked.append if ticked is not None else _ignore
-            for node in root.tick():
-                now = clock()
-                i = get(node)
-                if i is not None:
-                    spent = now - last
-                    total[i] += spent
-                    count[i] += 1
-                    if spent > worst[i]:
-                        worst[i] = spent
+            statuses, messages = self._unseen, self._unseen
+        for node in root.tick():
+            now = clock()
+            i = get(node)
+            if i is not None:
+                spent = now - last
+                total[i] += spent
+                count[i] += 1
+                if spent > worst[i]:
+                    worst[i] = spent
+                if node.status is not statuses[i] or node.feedback_message != messages[i]:
                     note(i)
-                last = now
+            last = now
         self._last = last
         return last
 
@@ -117,6 +108,9 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
                     "ticks": int(n),
                 }
         return out
+
+
+_UNSEEN = object()
 
 
 def _ignore(i: int) -> None:
