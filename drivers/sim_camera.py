@@ -86,6 +86,7 @@ import numpy as np
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
 from orbitree.drivers.render_process import RenderProcess
 from orbitree.drivers.sim_coverage import warm_up as warm_coverage
+from orbitree.drivers.sim_region import Window, render_region
 from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
 from orbitree.drivers.sim_scene import (
     PoseSource,
@@ -359,14 +360,20 @@ class SimCamera:
         self, cam2world: np.ndarray | None = None,
         motion: tuple[np.ndarray, np.ndarray] | None = None,
         object_poses: dict[int, np.ndarray] | None = None,
+        region: tuple[int, int, int, int] | None = None,
     ) -> np.ndarray:
         """One noisy 8-bit grey image (H, W) of the scene from ``cam2world`` (default: the
         current camera pose); ``motion``, the camera poses at the exposure's start and end,
         smears the scene (not what moves with the camera) along its projected motion;
-        ``object_poses`` (``id(object)`` -> body2world) replaces the objects' own poses."""
+        ``object_poses`` (``id(object)`` -> body2world) replaces the objects' own poses.
+        ``region`` (x0, y0, x1, y1) pixels: only those are rendered, bit for bit the whole
+        frame's (the rest 0), at a cost that goes with the region (``sim_region``)."""
         with self._render_lock:  # one image at a time (the caches and the noise generator)
             t0 = time.perf_counter()
-            image = self._render(cam2world, motion, object_poses or {})
+            if region is None:
+                image = self._render(cam2world, motion, object_poses or {})
+            else:
+                image = render_region(self, region, cam2world, motion, object_poses or {})
             self.frames_rendered += 1
             self.render_s += time.perf_counter() - t0
             return image
@@ -400,7 +407,7 @@ class SimCamera:
         return self.imager.expose(canvas, self.sensor, self.lens)
 
     def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
-               body2world: np.ndarray | None = None) -> None:
+               body2world: np.ndarray | None = None, window: Window | None = None) -> None:
         body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
         patches = obj.patches
         if obj.sort_patches:  # painter's order: farthest patch centre first
@@ -414,7 +421,7 @@ class SimCamera:
                 (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),))
                 if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids else patch
                 for patch in patches]
-        render_patches(canvas, patches, body2cam, self._ray_table(), self._project)
+        render_patches(canvas, patches, body2cam, self._ray_table(), self._project, window)
 
     def _paint_layer(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                      body2world: np.ndarray | None = None) -> None:
@@ -426,12 +433,22 @@ class SimCamera:
         stays within ``LAYER_POSE_TOL`` (1e-9: the rounding of the tool-to-camera product) and
         its patches, hidden markers and the lens do not change. A frame then costs two passes
         over that box instead of the faces' fill (the arm's tool: 2.2 ms a frame)."""
+        box, planes = self._layer(canvas.shape, obj, world2cam, body2world)
+        if box is not None:
+            roi = canvas[box]
+            roi *= planes[0]
+            roi += planes[1]
+
+    def _layer(self, shape: tuple[int, int], obj: SceneObject, world2cam: np.ndarray,
+               body2world: np.ndarray | None = None) -> tuple[tuple[slice, slice] | None, tuple | None]:
+        """The cached layer of ``_paint_layer`` for an image of ``shape``: the box it touches
+        (None: none) and its transmission and premultiplied albedo over that box."""
         body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
-        key = (canvas.shape, self._ray_table(), tuple(map(id, obj.patches)), tuple(sorted(obj.hidden_marker_ids)))
+        key = (shape, self._ray_table(), tuple(map(id, obj.patches)), tuple(sorted(obj.hidden_marker_ids)))
         cached = self._layers.get(id(obj))
         if (cached is None or cached[0] is not obj or cached[1] != key
                 or not np.allclose(cached[2], body2cam, rtol=0.0, atol=LAYER_POSE_TOL)):
-            premultiplied_, transmitted = np.zeros(canvas.shape, np.float32), np.ones(canvas.shape, np.float32)
+            premultiplied_, transmitted = np.zeros(shape, np.float32), np.ones(shape, np.float32)
             self._paint(premultiplied_, obj, world2cam, body2world)
             self._paint(transmitted, obj, world2cam, body2world)
             transmitted -= premultiplied_
@@ -440,16 +457,23 @@ class SimCamera:
             box = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if len(rows) else None
             planes = None if box is None else (transmitted[box].copy(), premultiplied_[box].copy())
             cached = self._layers[id(obj)] = (obj, key, body2cam, box, planes)
-        box, planes = cached[3], cached[4]
-        if box is not None:
-            roi = canvas[box]
-            roi *= planes[0]
-            roi += planes[1]
+        return cached[3], cached[4]
 
     def _motion_blur(self, canvas: np.ndarray, motion: tuple[np.ndarray, np.ndarray],
                      object_poses: dict[int, np.ndarray]) -> np.ndarray:
         """Smear ``canvas`` along the image motion, over the exposure, of the first target in
         front of the camera (its origin), or of the point 1 m along the optical axis."""
+        kernel = self._blur_kernel(motion, object_poses)
+        if kernel is None:
+            return canvas
+        return cv2.filter2D(canvas, -1, kernel, borderType=cv2.BORDER_REPLICATE)
+
+    def _blur_kernel(self, motion: tuple[np.ndarray, np.ndarray] | None,
+                     object_poses: dict[int, np.ndarray]) -> np.ndarray | None:
+        """The motion blur's line kernel (``_motion_blur``; None: no blur), its length noted."""
+        self.last_blur_px = 0.0
+        if motion is None:
+            return None
         start, end = motion
         point = end[:3, :3] @ np.array([0.0, 0.0, 1.0]) + end[:3, 3]
         for obj in sorted(self.objects, key=lambda o: o.layer, reverse=True):
@@ -467,8 +491,8 @@ class SimCamera:
         length = float(np.linalg.norm(shift))
         self.last_blur_px = length
         if length < 0.25 or not np.isfinite(length):
-            return canvas
-        return cv2.filter2D(canvas, -1, line_kernel(shift), borderType=cv2.BORDER_REPLICATE)
+            return None
+        return line_kernel(shift)
 
     def _ray_table(self) -> RayTable:
         """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced."""

@@ -43,17 +43,26 @@ def clip_box(polygon: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarr
     return np.array(points, dtype=np.float64).reshape(-1, 2)
 
 
-def fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float]) -> None:
+def fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float],
+                  window: tuple[int, int, int, int] | None = None) -> None:
     """Composite uniform polygons (outlines (N, 2) distorted pixels, in order) over ``canvas``
     (H, W) float32, one after the other, by their 4x4 point-sampled coverage (see
     :func:`fill_polygons_numpy`, the same arithmetic on numpy arrays): compiled loops
     (:func:`_fill_convex`) for the faces whose sample rows cross their outline at most twice (the
     convex faces of the interfaces), the numpy code for the others. Same pixels, bit for bit; 5-8x
-    less time for the flagship's faces (``benchmarks/render_side_by_side.py``)."""
+    less time for the flagship's faces (``benchmarks/render_side_by_side.py``).
+
+    ``window`` (x0, y0, width, height): ``canvas`` holds only the pixels [x0, x0 + its width) x
+    [y0, y0 + its height) of an image of that size; each of them gets what the whole image's
+    fill would give it (the region render of :mod:`orbitree.drivers.sim_region`)."""
     if not len(outlines):
         return
+    if window is not None:
+        ox, oy, width, height = window
+    else:
+        ox, oy, (height, width) = 0, 0, canvas.shape
     if canvas.dtype != np.float32 or not canvas.flags.c_contiguous:  # the kernel is compiled for these
-        fill_polygons_numpy(canvas, outlines, albedos)
+        _fill_numpy(canvas, outlines, albedos, window)
         return
     sizes = np.array([len(o) for o in outlines])
     points = np.concatenate(outlines).astype(np.float64)
@@ -61,10 +70,25 @@ def fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: S
     values = np.asarray(albedos, dtype=np.float32)
     face, n_faces = 0, len(outlines)
     while face < n_faces:
-        face = _fill_convex(canvas, points, ends, values, face)
+        face = _fill_convex(canvas, points, ends, values, face, ox, oy, width, height)
         if face < n_faces:  # a sample row crossing it more than twice: even-odd spans
-            fill_polygons_numpy(canvas, [outlines[face]], [albedos[face]])
+            _fill_numpy(canvas, [outlines[face]], [albedos[face]], window)
             face += 1
+
+
+def _fill_numpy(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float],
+                window: tuple[int, int, int, int] | None) -> None:
+    """:func:`fill_polygons_numpy` over ``canvas``, a ``window`` of the image (see
+    :func:`fill_polygons`): through an image-sized canvas, the window's pixels copied in and out."""
+    if window is None:
+        fill_polygons_numpy(canvas, outlines, albedos)
+        return
+    ox, oy, width, height = window
+    box = (slice(oy, oy + canvas.shape[0]), slice(ox, ox + canvas.shape[1]))
+    whole = np.zeros((height, width), canvas.dtype)
+    whole[box] = canvas
+    fill_polygons_numpy(whole, outlines, albedos)
+    canvas[...] = whole[box]
 
 
 def warm_up() -> None:
@@ -76,13 +100,17 @@ def warm_up() -> None:
 
 @numba.njit(cache=True)
 def _fill_convex(canvas: np.ndarray, points: np.ndarray, ends: np.ndarray, albedos: np.ndarray,
-                 first: int) -> int:
+                 first: int, ox: int = 0, oy: int = 0, width: int = -1, height: int = -1) -> int:
     """:func:`fill_polygons_numpy`'s arithmetic, face by face from ``first``, as loops: per face
     the crossings of its edges with the sample rows give each row's leftmost and rightmost
     crossing, then per pixel row the wholly covered pixels are filled and the edge pixels blended
     by their sample count. Stops before the first face a sample row crosses more than twice (left
-    untouched) and returns its index; the number of faces when all are drawn."""
-    height, width = canvas.shape
+    untouched) and returns its index; the number of faces when all are drawn. ``canvas`` may
+    hold only the pixels from (``ox``, ``oy``) of an image ``width`` x ``height`` (default: the
+    canvas's own size): the pixels outside it are skipped, the others filled as in the image."""
+    rows_held, cols_held = canvas.shape
+    if width < 0:
+        height, width = rows_held, cols_held
     k = SUPERSAMPLE
     big = k * (width + 2)
     for face in range(first, len(ends)):
@@ -120,7 +148,7 @@ def _fill_convex(canvas: np.ndarray, points: np.ndarray, ends: np.ndarray, albed
         albedo = albedos[face]
         starts = np.empty(k, np.int64)
         stops = np.empty(k, np.int64)
-        for y in range(lowest // k, (highest - 1) // k + 1):
+        for y in range(max(lowest // k, oy), min((highest - 1) // k + 1, oy + rows_held)):
             for c in range(k):
                 j = k * y + c - lowest
                 s0, s1 = float(k * width), 0.0
@@ -137,19 +165,19 @@ def _fill_convex(canvas: np.ndarray, points: np.ndarray, ends: np.ndarray, albed
             full_hi = stops.min() // k
             inner = full_lo < full_hi
             if inner:
-                for x in range(full_lo, full_hi):
-                    canvas[y, x] = albedo
+                for x in range(max(full_lo, ox), min(full_hi, ox + cols_held)):
+                    canvas[y - oy, x - ox] = albedo
             left_end = full_lo if inner else hi
             right_lo = full_hi if inner else hi
-            for x in range(lo, hi):
+            for x in range(max(lo, ox), min(hi, ox + cols_held)):
                 if left_end <= x < right_lo:
                     continue
                 cover = 0
                 for c in range(k):
                     cover += min(max(min(stops[c], k * x + k) - max(starts[c], k * x), 0), k)
                 alpha = np.float32(cover * (1.0 / k**2))
-                under = canvas[y, x] * (np.float32(1.0) - alpha)
-                canvas[y, x] = under + albedo * alpha
+                under = canvas[y - oy, x - ox] * (np.float32(1.0) - alpha)
+                canvas[y - oy, x - ox] = under + albedo * alpha
     return len(ends)
 
 

@@ -58,6 +58,7 @@ from orbitree.drivers.sim_patches import (
     rect_patch,
 )
 from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistorted_rays
+from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
 
 __all__ = [
     "NEAR_Z_M",
@@ -139,11 +140,13 @@ def render_patches(
     body2cam: np.ndarray,
     table: RayTable,
     project: Callable[[np.ndarray], np.ndarray],
+    window: Window | None = None,
 ) -> None:
     """Composite ``patches`` of one body, in order, over ``canvas`` (as ``render_patch`` one
     after the other); each run of uniform polygon faces is projected and filled with one set of
     array operations (``sim_coverage.fill_polygons``), the per-face cost of a solid being mostly
-    Python."""
+    Python. ``window`` (x0, y0, image width, image height): ``canvas`` holds only the image's
+    pixels from (x0, y0), each painted as in the whole image (``sim_region``)."""
     faces: list[tuple[np.ndarray, float]] = []
     if not patches:
         return
@@ -172,17 +175,19 @@ def render_patches(
                 faces.append((rays, patch.albedo))
             continue
         if faces:
-            _fill_faces(canvas, faces, project)
+            _fill_faces(canvas, faces, project, window)
             faces = []
-        _render_texture(canvas, patch, plane2cam, outline_cam, in_front, table, project)
+        _render_texture(canvas, patch, plane2cam, outline_cam, in_front, table, project, window)
     if faces:
-        _fill_faces(canvas, faces, project)
+        _fill_faces(canvas, faces, project, window)
 
 
 def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
-                    in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray]) -> None:
-    """A textured patch (some of it in front of the camera) sampled over its pixel box."""
-    height, width = canvas.shape
+                    in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
+                    window: Window | None = None) -> None:
+    """A textured patch (some of it in front of the camera) sampled over its pixel box (over the
+    part of it a ``window`` needs: ``sim_region.sub_box``)."""
+    height, width = canvas.shape if window is None else (window[3], window[2])
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
     x0, y0, x1, y1 = 0, 0, width, height
@@ -205,16 +210,36 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
         if box is None:
             return
         x0, y0, x1, y1 = box
-    texture = patch.levels[level]
     scale = np.diag([2.0**level, 2.0**level, 1.0])
     ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
+    box = (x0, y0, x1, y1)
+    # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly
+    halved = patch.smooth and k == 1 and (y1 - y0) * (x1 - x0) >= SMOOTH_MIN_PIXELS
+    if window is None:
+        _draw_box(canvas[y0:y1, x0:x1], patch, level, ray2tex, plane2cam, in_front, table, box, box, halved)
+        return
+    sub = sub_box(box, canvas.shape, window, halved)
+    if sub is not None:
+        paint_clipped(canvas, window, sub, lambda roi: _draw_box(
+            roi, patch, level, ray2tex, plane2cam, in_front, table, box, sub, halved))
+
+
+def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, plane2cam: np.ndarray,
+              in_front: np.ndarray, table: RayTable, box: tuple[int, int, int, int],
+              sub: tuple[int, int, int, int], halved: bool) -> None:
+    """A textured patch drawn over ``roi``, the pixels ``sub`` of its box ``box`` (both (x0, y0,
+    x1, y1)); ``halved``: from the centres of the box's 2x2 pixel blocks (``half`` (w2, h2) of
+    them over ``sub``)."""
+    k = patch.supersample
+    texture = patch.levels[level]
+    x0, y0, x1, y1 = sub
     rays = table.rays[y0:y1, x0:x1]
     h, w = rays.shape[:2]
     half = None
-    if patch.smooth and k == 1 and h * w >= SMOOTH_MIN_PIXELS:
-        # sampled at the centres of 2x2 pixel blocks, (w2, h2) of them, enlarged bilinearly
-        half = ((w + 1) // 2, (h + 1) // 2)
-        rays = table.half_rays(x0, y0, x1, y1)
+    if halved:
+        bx0, by0 = box[:2]
+        rays = table.half_rays(*box)[(y0 - by0) // 2:(y1 - by0 + 1) // 2, (x0 - bx0) // 2:(x1 - bx0 + 1) // 2]
+        half = (rays.shape[1], rays.shape[0])
     no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
     if no_horizon and k > 1:
         # texture coordinates of the pixel centres, interpolated to the k x k samples: the
@@ -233,7 +258,6 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
     # an opaque texture sampled wholly inside (every bilinear neighbour a texel, with a margin
     # of 1/16 texel): no NaN to mask out
     inside = opaque and _within_texture(coords, texture.shape)
-    roi = canvas[y0:y1, x0:x1]
     if opaque and inside and half is not None and 2 * half[0] == w and 2 * half[1] == h and roi.flags.c_contiguous:
         # the enlarged samples written straight into the image (a whole-width box, even size)
         small = cv2.remap(texture, coords, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
@@ -332,7 +356,7 @@ def _faces_rays(patches: Sequence[Patch], indices: np.ndarray, plane2cam_all: np
 
 
 def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
-                project: Callable[[np.ndarray], np.ndarray]) -> None:
+                project: Callable[[np.ndarray], np.ndarray], window: Window | None = None) -> None:
     """Uniform polygons filled in the image, in order: (outline rays (M, 2), albedo) each, their
     edges sampled 8 times each so they bend through the lens as the texture path would draw
     them (one projection for all)."""
@@ -346,7 +370,7 @@ def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
     samples = np.ones((len(rays), per_edge, 3))
     samples[:, :, :2] = rays[:, None, :] + steps * (rays[following] - rays)[:, None, :]
     pixels = project(samples.reshape(-1, 3))
-    fill_polygons(canvas, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces])
+    fill_polygons(canvas, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces], window)
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:

@@ -72,12 +72,22 @@ class ImageSensor:
         self.seed, self._noise_table = seed, None
         self.rng.bit_generator.state = rng_state
 
-    def expose(self, albedo: np.ndarray, model: SensorModel, lens: CameraIntrinsics) -> np.ndarray:
+    def expose(self, albedo: np.ndarray, model: SensorModel, lens: CameraIntrinsics,
+               origin: tuple[int, int] | None = None,
+               draw: tuple[np.ndarray, float] | None = None) -> np.ndarray:
         """The 8-bit grey image (H, W) the sensor reads out of ``albedo`` (H, W) float32 (spent:
-        used as work space): light, optical blur, read and shot noise, quantisation, gamma."""
+        used as work space): light, optical blur, read and shot noise, quantisation, gamma.
+        ``origin`` (x0, y0): ``albedo`` is only the lens's image's pixels from there (the image's
+        light and noise; ``sim_region``); ``draw``: the frame's noise draw, already made
+        (``standard_normal`` of the whole image), else made here."""
         s = model
-        signal = self._buffer(albedo.shape)
-        cv2.multiply(albedo, self._light_field(model, lens), dst=signal)
+        light, full = self._light_field(model, lens), (lens.height, lens.width)
+        if origin is None:
+            signal = self._buffer(albedo.shape)
+        else:
+            box = (slice(origin[1], origin[1] + albedo.shape[0]), slice(origin[0], origin[0] + albedo.shape[1]))
+            signal, light = np.empty_like(albedo), light[box]
+        cv2.multiply(albedo, light, dst=signal)
         if s.blur_sigma_px > 0:
             cv2.GaussianBlur(signal, (0, 0), s.blur_sigma_px, dst=albedo)  # the albedo is spent
             signal, albedo = albedo, signal
@@ -85,7 +95,9 @@ class ImageSensor:
         # of non-negative planes)
         sigma = cv2.addWeighted(signal, s.shot_noise_gain, signal, 0.0, s.read_noise_dn**2, dst=albedo)
         cv2.sqrt(sigma, dst=sigma)
-        noise, sign = self.standard_normal(albedo.shape)
+        noise, sign = draw or self.standard_normal(albedo.shape if origin is None else full)
+        if origin is not None:
+            noise = noise[box]
         cv2.multiply(noise, sigma, dst=sigma, scale=sign)
         image = cv2.add(signal, sigma, dtype=cv2.CV_8U)  # rounds, saturates
         if s.gamma != 1.0:
