@@ -6,7 +6,8 @@ the board's markers three ways, alternating the order, in one process pinned to 
 whole frame; the windows a tracker reads (each marker's projected corners' box grown by
 ``--pad`` pixels, one region each); and those windows' union as one region. Each from the same
 noise draw, so the windows' pixels are compared with the whole frame's (they must be equal).
-Prints the median CPU time per frame of each, the ratios and the windows' median area.
+Prints the median CPU time per frame of each and the ratios, over all those frames and over the
+halves with the smaller and the larger windows (the markers farther and nearer).
 
     python benchmarks/render_region.py [--every N] [--pad PX]
 """
@@ -78,12 +79,16 @@ def main() -> None:
                 differing += int(np.count_nonzero(images[label][y0:y1, x0:x1] != images["whole"][y0:y1, x0:x1]))
         areas.append(sum((b[2] - b[0]) * (b[3] - b[1]) for b in boxes))
         used += 1
-    ms = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
-    print(f"{used} frames showing the {len(target.board.marker_ids)} markers, windows of median "
-          f"{np.median(areas):.0f} px in all (pad {args.pad} px); CPU ms per frame (median): whole "
-          f"{ms['whole']:.2f}, windows {ms['windows']:.2f} ({ms['whole'] / ms['windows']:.1f}x less), "
-          f"their union {ms['union']:.2f} ({ms['whole'] / ms['union']:.1f}x less); window pixels differing "
-          f"from the whole frame's: {differing}")
+    areas_ = np.array(areas)
+    for label, chosen in (("all", areas_ >= 0), ("smaller half", areas_ < np.median(areas_)),
+                          ("larger half", areas_ >= np.median(areas_))):
+        ms = {k: 1e3 * float(np.median(np.array(v)[chosen])) for k, v in times.items()}
+        print(f"{label}: {int(chosen.sum())} frames showing the {len(target.board.marker_ids)} markers, "
+              f"windows of median {np.median(areas_[chosen]):.0f} px in all (pad {args.pad} px); CPU ms per "
+              f"frame (median): whole {ms['whole']:.2f}, windows {ms['windows']:.2f} "
+              f"({ms['whole'] / ms['windows']:.2f}x less), their union {ms['union']:.2f} "
+              f"({ms['whole'] / ms['union']:.2f}x less)")
+    print(f"window pixels differing from the whole frame's: {differing}")
 
 
 if __name__ == "__main__":

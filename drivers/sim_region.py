@@ -58,6 +58,7 @@ ALIGN_PX = 32  # columns the sensor's and the motion blur's boxes start and end 
 PATCH_ALIGN_PX = 4  # columns of a patch's box its part drawn starts on (from the box's first)
 PATCH_MARGIN_PX = 4  # pixels of a patch's box drawn beyond a window (its bilinear enlargements' reach)
 FULL_SHARE = 0.6  # a region whose boxes cover more of the image than this is rendered whole
+MERGE_PX = 100_000  # boxes merged when that adds at most this many pixels (~0.6 ms of work, a box's overhead)
 DFT_TAPS = 130  # a motion-blur kernel of this many taps or more: cv2.filter2D goes through a DFT
 
 
@@ -118,36 +119,40 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
                   motion: tuple[np.ndarray, np.ndarray] | None, object_poses: dict[int, np.ndarray]) -> np.ndarray:
     """:meth:`SimCamera._render` over ``region`` only, a box (x0, y0, x1, y1) or a sequence of
     them (see the module docstring): the (H, W) uint8 image, the boxes' pixels as the whole
-    frame's, 0 elsewhere. The frame's noise is drawn once, as the whole frame draws it; boxes are
-    rendered one by one (overlapping ones twice: merge them first when they overlap much); when
-    what they need of the image exceeds ``FULL_SHARE`` of it, or the motion blur's kernel has
-    ``DFT_TAPS`` taps or more, the whole frame is rendered."""
+    frame's, 0 elsewhere. The frame's noise is drawn once, as the whole frame draws it. Boxes
+    are rendered one by one, those whose boxes for the sensor lie close together (their bounding
+    box adds at most ``MERGE_PX`` pixels to theirs: each box costs some Python and the parts of
+    the markers it cuts) as one (:func:`_merged`); when what they need of the image exceeds
+    ``FULL_SHARE`` of it, or the motion blur's kernel has ``DFT_TAPS`` taps or more, the whole
+    frame is rendered."""
     intr = camera.lens
     width, height = intr.width, intr.height
     boxes = [region] if np.ndim(region) == 1 else list(region)
     out = np.zeros((height, width), np.uint8)
     kernel = camera._blur_kernel(motion, object_poses)
     g = exposure_margin(camera.sensor.blur_sigma_px)
-    plans = []
+    wanted = []
     for box in boxes:
         x0, y0, x1, y1 = (int(v) for v in box)
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
         if x0 < x1 and y0 < y1:
-            exposed = _grown((x0, y0, x1, y1), g, g, width, height)  # what the sensor reads
-            painted = exposed if kernel is None else _grown(
-                exposed, kernel.shape[1] // 2, kernel.shape[0] // 2, width, height)
-            plans.append(((x0, y0, x1, y1), exposed, painted))
-    painted_area = sum((p[2] - p[0]) * (p[3] - p[1]) for _, _, p in plans)
-    if painted_area > FULL_SHARE * width * height or (kernel is not None and kernel.size >= DFT_TAPS):
+            wanted.append((x0, y0, x1, y1))
+    plans = []
+    for exposed, inside in _merged([(_grown(box, g, g, width, height), [box]) for box in wanted]):
+        painted = exposed if kernel is None else _grown(
+            exposed, kernel.shape[1] // 2, kernel.shape[0] // 2, width, height)
+        plans.append((inside, exposed, painted))
+    if sum(_area(p) for _, _, p in plans) > FULL_SHARE * width * height or (
+            kernel is not None and kernel.size >= DFT_TAPS):
         image = camera._render(cam2world, motion, object_poses)
-        for (x0, y0, x1, y1), _, _ in plans:
+        for x0, y0, x1, y1 in wanted:
             out[y0:y1, x0:x1] = image[y0:y1, x0:x1]
         return out
     draw = camera.imager.standard_normal((height, width))  # the frame's draw, as the whole frame's
     world2cam = np.linalg.inv(camera.cam2world() if cam2world is None else cam2world)
     world2cam_now = world2cam if motion is None else np.linalg.inv(motion[1])
     objects = sorted(camera.objects, key=lambda o: o.layer)
-    for (x0, y0, x1, y1), exposed, painted in plans:
+    for inside, exposed, painted in plans:
         px0, py0, px1, py1 = painted
         canvas = np.full((py1 - py0, px1 - px0), camera.background_albedo, np.float32)
         for obj in objects:
@@ -166,8 +171,34 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
         for occ in camera.occluders:
             _occlude(canvas, occ.polygon, occ.albedo, window)
         image = camera.imager.expose(canvas, camera.sensor, intr, (ex0, ey0), draw)
-        out[y0:y1, x0:x1] = image[y0 - ey0:y1 - ey0, x0 - ex0:x1 - ex0]
+        for x0, y0, x1, y1 in inside:
+            out[y0:y1, x0:x1] = image[y0 - ey0:y1 - ey0, x0 - ex0:x1 - ex0]
     return out
+
+
+def _area(box: tuple[int, int, int, int]) -> int:
+    return (box[2] - box[0]) * (box[3] - box[1])
+
+
+def _merged(groups: list[tuple[tuple[int, int, int, int], list]]) -> list[tuple[tuple[int, int, int, int], list]]:
+    """(box, the boxes it serves) pairs, the two whose bounding box adds the fewest pixels to
+    theirs merged into it (its served boxes joined) while that is at most ``MERGE_PX``."""
+    groups = list(groups)
+    while len(groups) > 1:
+        best = None
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                a, b = groups[i][0], groups[j][0]
+                union = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                added = _area(union) - _area(a) - _area(b)
+                if best is None or added < best[0]:
+                    best = (added, i, j, union)
+        added, i, j, union = best
+        if added > MERGE_PX:
+            break
+        joined = (union, groups[i][1] + groups[j][1])
+        groups = [group for k, group in enumerate(groups) if k not in (i, j)] + [joined]
+    return groups
 
 
 def _apply_layer(canvas: np.ndarray, window: Window, box: tuple[slice, slice], planes: tuple) -> None:

@@ -13,7 +13,7 @@ import pytest
 from orbitree.behaviours.catalogue import load_mission
 from orbitree.drivers.sim_camera import ImageOccluder, SensorModel, SimCamera, board_scene_camera
 from orbitree.drivers.sim_coverage import fill_polygons
-from orbitree.drivers.sim_region import ALIGN_PX, DFT_TAPS, _grown, exposure_margin
+from orbitree.drivers.sim_region import ALIGN_PX, DFT_TAPS, MERGE_PX, _grown, _merged, exposure_margin
 from orbitree.drivers.sim_sensor import line_kernel
 from orbitree.runtime.executive import Executive
 from orbitree.skills.board_model import sirom_board_model
@@ -252,3 +252,26 @@ def test_patches_painted_on_a_window_of_the_image_are_the_whole_images_pixels():
         for obj in camera.objects:
             camera._paint(canvas, obj, world2cam, None, (int(x0), int(y0), W, H))
         assert np.array_equal(canvas, whole[y0:y0 + h, x0:x0 + w]), (x0, y0, w, h)
+
+
+def test_windows_close_together_are_rendered_as_one_box_and_far_ones_apart_all_exact():
+    near = [((0, 0, 128, 100), ["a"]), ((128, 0, 256, 100), ["b"]), ((64, 100, 192, 200), ["c"])]
+    (box, served), = _merged(near)  # the bounding box adds 128 * 100 px: merged
+    assert box == (0, 0, 256, 200) and sorted(served) == ["a", "b", "c"]
+    far = [((0, 0, 64, 64), ["a"]), ((1216, 656, 1280, 720), ["b"])]
+    assert MERGE_PX < (1280 * 720 - 2 * 64 * 64) and len(_merged(far)) == 2
+    camera = _flagship_camera(250)
+    pose = camera.cam2world()
+    motion = _blur_of(camera, pose, (1.0, 0.5), 4.0)
+    corners = np.concatenate(list(camera.project_marker_corners("sirom").values()))
+    x, y = corners.mean(axis=0).astype(int)
+    windows = [(x - 60, y - 40, x - 5, y + 10), (x, y - 40, x + 50, y + 3), (x - 30, y + 20, x + 40, y + 70),
+               (2, 3, 70, 60), (1200, 650, 1280, 720)]
+    state = camera.imager.rng.bit_generator.state
+    whole = camera.render(pose, motion)
+    camera.imager.rng.bit_generator.state = state
+    part = camera.render(pose, motion, region=windows)
+    inside = np.zeros((H, W), bool)
+    for x0, y0, x1, y1 in windows:
+        inside[y0:y1, x0:x1] = True
+    assert np.array_equal(part[inside], whole[inside]) and not part[~inside].any()
