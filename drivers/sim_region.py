@@ -25,7 +25,11 @@ How each step of the frame (:meth:`SimCamera._render`) is made region-exact:
   from the whole image's by 1 ulp (3e-5 DN) on 30-60 % of random boxes, which moves an 8-bit
   pixel now and then. Every box the sensor and the motion blur see starts and ends on columns
   that are multiples of ``ALIGN_PX`` (or the image's edge), so each pixel falls in the same SIMD
-  lane as in the whole image: exact (16 suffice on this AVX-512 machine; 32 for a margin).
+  lane as in the whole image: exact (16 suffice on this AVX-512 machine; 32 for a margin). That
+  needs an image width that is a multiple of ``ALIGN_PX`` (640, 1280, 1920...): OpenCV runs an
+  element-wise operation over a contiguous image as one long row, whose lanes straddle the rows
+  of any other width (whole rows from a lane's start still left ``addWeighted`` differing on the
+  last 4 pixels of a 1000 x 601 image, its scalar tail), so other images are rendered whole.
 * the patches (:func:`~orbitree.drivers.sim_render.render_patches` with a ``window``): a
   textured patch's texture coordinates are computed on its pixel box and enlarged k x k
   (``cv2.resize``, bilinear: a box's first and last pixel clamp what their neighbours outside
@@ -123,8 +127,8 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
     are rendered one by one, those whose boxes for the sensor lie close together (their bounding
     box adds at most ``MERGE_PX`` pixels to theirs: each box costs some Python and the parts of
     the markers it cuts) as one (:func:`_merged`); when what they need of the image exceeds
-    ``FULL_SHARE`` of it, or the motion blur's kernel has ``DFT_TAPS`` taps or more, the whole
-    frame is rendered."""
+    ``FULL_SHARE`` of it, the image's width is no multiple of ``ALIGN_PX`` or the motion blur's
+    kernel has ``DFT_TAPS`` taps or more, the whole frame is rendered."""
     intr = camera.lens
     width, height = intr.width, intr.height
     boxes = [region] if np.ndim(region) == 1 else list(region)
@@ -142,7 +146,7 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
         painted = exposed if kernel is None else _grown(
             exposed, kernel.shape[1] // 2, kernel.shape[0] // 2, width, height)
         plans.append((inside, exposed, painted))
-    if sum(_area(p) for _, _, p in plans) > FULL_SHARE * width * height or (
+    if sum(_area(p) for _, _, p in plans) > FULL_SHARE * width * height or width % ALIGN_PX or (
             kernel is not None and kernel.size >= DFT_TAPS):
         image = camera._render(cam2world, motion, object_poses)
         for x0, y0, x1, y1 in wanted:

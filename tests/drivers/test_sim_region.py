@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from orbitree.behaviours.catalogue import load_mission
-from orbitree.drivers.sim_camera import ImageOccluder, SensorModel, SimCamera, board_scene_camera
+from orbitree.drivers.sim_camera import (
+    ImageOccluder,
+    SensorModel,
+    SimCamera,
+    board_scene_camera,
+    default_intrinsics,
+)
 from orbitree.drivers.sim_coverage import fill_polygons
 from orbitree.drivers.sim_region import ALIGN_PX, DFT_TAPS, MERGE_PX, _grown, _merged, exposure_margin
 from orbitree.drivers.sim_sensor import line_kernel
@@ -275,3 +281,26 @@ def test_windows_close_together_are_rendered_as_one_box_and_far_ones_apart_all_e
     for x0, y0, x1, y1 in windows:
         inside[y0:y1, x0:x1] = True
     assert np.array_equal(part[inside], whole[inside]) and not part[~inside].any()
+
+
+@pytest.mark.parametrize(("width", "height", "alone"), [(640, 480, True), (1000, 600, False)])
+def test_other_image_sizes_render_regions_exactly_alone_when_their_width_is_on_the_lanes(width, height, alone):
+    # a width no multiple of ALIGN_PX puts OpenCV's SIMD lanes across the image's rows: rendered whole
+    camera = board_scene_camera(sirom_board_model(), board_name="sirom",
+                                intrinsics=default_intrinsics(width, height, 600.0))
+    pose = np.eye(4)
+    pose[:3, 3] = [0.01, -0.02, -0.3]
+    seen = _recording_exposures(camera)
+    rng = np.random.default_rng(width)
+    for sensor in (SensorModel(), SensorModel(blur_sigma_px=0.0, gamma=1.3)):
+        camera.sensor = sensor
+        motion = _blur_of(camera, pose, (1.0, 0.3), 5.0)
+        state = camera.imager.rng.bit_generator.state
+        whole = camera.render(pose, motion)
+        for _ in range(12):
+            x0, y0 = int(rng.integers(0, width - 1)), int(rng.integers(0, height - 1))
+            x1, y1 = min(width, x0 + int(rng.integers(1, 200))), min(height, y0 + int(rng.integers(1, 150)))
+            camera.imager.rng.bit_generator.state = state
+            part = camera.render(pose, motion, region=(x0, y0, x1, y1))
+            assert np.array_equal(part[y0:y1, x0:x1], whole[y0:y1, x0:x1])
+            assert (seen[-1][1] is not None) == alone  # rendered alone, or whole
