@@ -83,6 +83,20 @@ def _assert_regions_exact(camera: SimCamera, cam2world: np.ndarray, motion, regi
     return compared
 
 
+def _assert_windows_exact(camera: SimCamera, cam2world: np.ndarray, motion, windows) -> np.ndarray:
+    """The windows rendered as one region, from the generator state the whole frame started
+    from, equal the whole frame inside them and are 0 outside; returns the windows' mask."""
+    state = camera.imager.rng.bit_generator.state
+    whole = camera.render(cam2world, motion)
+    camera.imager.rng.bit_generator.state = state
+    part = camera.render(cam2world, motion, region=windows)
+    inside = np.zeros((H, W), bool)
+    for x0, y0, x1, y1 in windows:
+        inside[max(y0, 0):y1, max(x0, 0):x1] = True
+    assert np.array_equal(part[inside], whole[inside]) and not part[~inside].any()
+    return inside
+
+
 @pytest.mark.parametrize("standoff_mm", [400, 150, 30])
 def test_region_renders_equal_the_whole_frame_in_the_flagship_scene_with_motion_blur_and_gamma(standoff_mm):
     camera = _flagship_camera(standoff_mm)
@@ -144,15 +158,8 @@ def test_several_windows_of_one_frame_equal_the_whole_frame_in_each():
     for quad in camera.project_marker_corners("sirom").values():
         (x0, y0), (x1, y1) = np.floor(quad.min(axis=0)) - 12, np.ceil(quad.max(axis=0)) + 13
         windows.append((int(x0), int(y0), int(x1), int(y1)))
-    state = camera.imager.rng.bit_generator.state
-    whole = camera.render(pose, motion)
-    camera.imager.rng.bit_generator.state = state
-    part = camera.render(pose, motion, region=windows)
-    inside = np.zeros((H, W), bool)
-    for x0, y0, x1, y1 in windows:
-        inside[y0:y1, x0:x1] = True
+    inside = _assert_windows_exact(camera, pose, motion, windows)
     assert inside.sum() > 3 * 40 * 40  # the three markers' windows
-    assert np.array_equal(part[inside], whole[inside]) and not part[~inside].any()
 
 
 def test_exposure_margin_is_opencvs_gaussian_kernel_radius_for_float_images():
@@ -274,14 +281,7 @@ def test_windows_close_together_are_rendered_as_one_box_and_far_ones_apart_all_e
     x, y = corners.mean(axis=0).astype(int)
     windows = [(x - 60, y - 40, x - 5, y + 10), (x, y - 40, x + 50, y + 3), (x - 30, y + 20, x + 40, y + 70),
                (2, 3, 70, 60), (1200, 650, 1280, 720)]
-    state = camera.imager.rng.bit_generator.state
-    whole = camera.render(pose, motion)
-    camera.imager.rng.bit_generator.state = state
-    part = camera.render(pose, motion, region=windows)
-    inside = np.zeros((H, W), bool)
-    for x0, y0, x1, y1 in windows:
-        inside[y0:y1, x0:x1] = True
-    assert np.array_equal(part[inside], whole[inside]) and not part[~inside].any()
+    _assert_windows_exact(camera, pose, motion, windows)
 
 
 @pytest.mark.parametrize(("width", "height", "alone"), [(640, 480, True), (1000, 600, False)])
