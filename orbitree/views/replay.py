@@ -2,7 +2,7 @@
 
 The log holds only what changed each tick; playing it folds the changes back into the full
 snapshots a live run hands its views, and publishes them paced to ``speed`` times mission time.
-(The web replay, with its slider, lives in ``orbitree.views.web``.)
+(The web replay, with its slider, lives in ``orbitree.views.replay_web``.)
 """
 
 from __future__ import annotations

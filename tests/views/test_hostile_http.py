@@ -17,7 +17,7 @@ import pytest
 from orbitree.behaviours.catalogue import load_mission
 from orbitree.runtime.executive import Executive
 from orbitree.runtime.recorder import read_log
-from orbitree.views import web
+from orbitree.views.http import _Handler
 from orbitree.views.web import MAX_BODY, MAX_CONNECTIONS, ReplayWebView, WebView
 from tests.conftest import TEST_REGISTRY, write_mission
 from tests.views.helpers import request, run_with, state, wait_until
@@ -184,7 +184,7 @@ def test_connections_past_the_bound_get_429_and_the_slots_come_back(live):
 
 
 def test_a_silent_connection_is_dropped(monkeypatch, live):
-    monkeypatch.setattr(web._Handler, "timeout", 0.3)
+    monkeypatch.setattr(_Handler, "timeout", 0.3)
     with socket.create_connection(("127.0.0.1", live.port), timeout=5) as conn:
         started = time.monotonic()
         assert conn.recv(1024) == b""  # the server closed it
