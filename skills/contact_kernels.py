@@ -157,6 +157,13 @@ def rotation_of(x: float, y: float, z: float) -> np.ndarray:
         angle = math.sqrt(angle2)
         half = math.sin(0.5 * angle)
         a, b = math.sin(angle) / angle, 2.0 * half * half / angle2
+    return _so3_series(x, y, z, a, b)
+
+
+@numba.njit(cache=True)
+def _so3_series(x: float, y: float, z: float, a: float, b: float) -> np.ndarray:
+    """``I + a [w]x + b [w]x^2`` (3, 3) of w = (x, y, z), written out: the form both the rotation
+    (Rodrigues) and its left Jacobian take, with their own coefficients."""
     bxy, bxz, byz = b * x * y, b * x * z, b * y * z
     out = np.empty((3, 3))
     out[0, 0], out[0, 1], out[0, 2] = 1.0 - b * (y * y + z * z), bxy - a * z, bxz + a * y
@@ -452,12 +459,7 @@ def left_jacobian(x: float, y: float, z: float) -> np.ndarray:
         c1, c2 = 0.5, 0.0
     else:
         c1, c2 = (1.0 - math.cos(theta)) / theta2, (theta - math.sin(theta)) / (theta2 * theta)
-    xy, xz, yz = c2 * x * y, c2 * x * z, c2 * y * z
-    out = np.empty((3, 3))
-    out[0, 0], out[0, 1], out[0, 2] = 1.0 - c2 * (y * y + z * z), xy - c1 * z, xz + c1 * y
-    out[1, 0], out[1, 1], out[1, 2] = xy + c1 * z, 1.0 - c2 * (x * x + z * z), yz - c1 * x
-    out[2, 0], out[2, 1], out[2, 2] = xz - c1 * y, yz + c1 * x, 1.0 - c2 * (x * x + y * y)
-    return out
+    return _so3_series(x, y, z, c1, c2)
 
 
 @numba.njit(cache=True)
