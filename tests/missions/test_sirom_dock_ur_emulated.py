@@ -42,4 +42,8 @@ def test_sirom_dock_through_ur_rtde_docks_with_the_sim_drivers_final_errors(tmp_
                                  ("rx_deg", 0.06, 0.5), ("ry_deg", 0.06, 0.5), ("rz_deg", 0.06, 0.5)):
         assert abs(emulated["final_error"][key] - sim["final_error"][key]) <= estimate, key
         assert abs(emulated["final_error_true"][key] - sim["final_error_true"][key]) <= truth, key
-    assert emulated["max_contact_force_n"] < 80.0  # the hooks' 60 N and the sensor's noise
+    # on the tool, by ground truth, the hooks' 60 N pull and no more (59.1 N in every ISO 9283 run);
+    # the wrist's peak reading adds its noise (sigma ~5 N a reading, thousands of readings in
+    # contact: 73.9 and 81.1 N in two runs), so its bound is 6 sigma above the pull
+    assert emulated["true_max_contact_force_n"] < 65.0
+    assert emulated["max_contact_force_n"] < 90.0
