@@ -39,6 +39,7 @@ import numpy as np
 import py_trees
 from pydantic import Field
 
+from orbitree.drivers.lazy_frame import LazyFrame
 from orbitree.language.keys import robot_key, target_key
 from orbitree.language.params import NodeParams
 from orbitree.language.quantities import Duration
@@ -136,7 +137,9 @@ class Perceive(Leaf):
             now = self._pose_at(frame.stamp) @ self.cam2tcp
             prior = np.linalg.solve(now, then) @ self.seen.board2cam  # board2cam at the new frame
         noise = frame.meta.get("corner_noise_px", 0.0)  # the pose_noise fault (orbitree.language.fault_spec)
-        return frame.image, prior, noise, frame.meta.get("corner_noise_seed")
+        # a frame made on demand goes as it is: the tracker asks it for the windows it reads
+        image = frame if isinstance(frame, LazyFrame) else frame.image
+        return image, prior, noise, frame.meta.get("corner_noise_seed")
 
     def _search(self, job: tuple) -> BoardPose | None:
         """The tracker on one frame (beside the tick: touches nothing but the tracker)."""

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -117,13 +116,13 @@ class FaultyCamera:
         self._last_stamp = frame.stamp
         if self._occlude:
             hidden = frozenset().union(*self._occlude.values())
-            frame = dataclasses.replace(frame, image=hide_markers(
-                frame.image, hidden, self._boards, self.intrinsics))
+            image = hide_markers(frame.image, hidden, self._boards, self.intrinsics)
+            frame = Frame(image, frame.stamp, frame.meta)
         if self._noise:
             sigma = float(np.sqrt(sum(s * s for s in self._noise.values())))
             meta = {**frame.meta, "corner_noise_px": sigma,
                     "corner_noise_seed": int(self._rng.integers(2**31))}
-            frame = dataclasses.replace(frame, meta=meta)
+            frame = frame.with_meta(meta)
         return frame
 
     def _delayed(self, frame: Frame | None, now: float) -> Frame | None:

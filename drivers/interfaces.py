@@ -110,6 +110,10 @@ class Frame:
     stamp: float
     meta: dict = field(default_factory=dict)
 
+    def with_meta(self, meta: dict) -> Frame:
+        """The same frame with ``meta`` instead of its own."""
+        return Frame(self.image, self.stamp, meta)
+
 
 @runtime_checkable
 class Camera(Protocol):

@@ -89,6 +89,7 @@ import cv2
 import numpy as np
 
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
+from orbitree.drivers.lazy_frame import LazyFrame
 from orbitree.drivers.render_process import RenderProcess
 from orbitree.drivers.sim_coverage import warm_up as warm_coverage
 from orbitree.drivers.sim_region import Window, render_region
@@ -203,6 +204,9 @@ class SimCamera:
         self._time = 0.0
         self._last_frame_index = -1
         self._frame_count = 0
+        # frames handed out unrendered, rendered whole or in parts when read (``LazyFrame``; only
+        # when rendering in line)
+        self.lazy_frames = False
         self.imager = ImageSensor(seed)  # light, blur, noise, quantisation (sim_sensor)
         self._rays: RayTable | None = None
         self._rays_for: CameraIntrinsics | None = None
@@ -284,6 +288,8 @@ class SimCamera:
         meta = {"camera": self.name, "frame": self._frame_count}
         cam2world = self._pose_at(mid)
         if self._renderer is None:
+            if self.lazy_frames:
+                return self._lazy_frame(cam2world, motion, stamp, meta)
             return Frame(self.render(cam2world, motion), stamp, meta)
         poses = {id(obj): obj.pose() for obj in self.objects}  # the scene as it is now
         for _, waiting in self._in_flight:  # a frame not yet started is overwritten, not queued
@@ -293,6 +299,21 @@ class SimCamera:
             return self._renderer.submit(cam2world, motion, poses, stamp, meta)
         return self._renderer.submit(
             lambda: Frame(self.render(cam2world, motion, object_poses=poses), stamp, meta))
+
+    def _lazy_frame(self, cam2world: np.ndarray, motion: tuple[np.ndarray, np.ndarray] | None,
+                    stamp: float, meta: dict) -> LazyFrame:
+        """The frame captured now, rendered when read (``lazy_frames``): the poses, the noise
+        draw and the scene's state taken now, as the rendering in line would take them."""
+        poses = {id(obj): obj.pose() for obj in self.objects}
+        lens = self.lens
+        draw = self.imager.standard_normal((lens.height, lens.width))  # this frame's, in its turn
+        self._blur_kernel(motion, poses)  # last_blur_px, as a frame rendered now notes it
+        state = self._scene_state()
+
+        def render(boxes: list | None) -> np.ndarray:
+            return self.render(cam2world, motion, poses, region=boxes, draw=draw, state=state)
+
+        return LazyFrame(render, (lens.height, lens.width), stamp, meta)
 
     # -- clock and poses -------------------------------------------------------------------
     def step(self, t: float) -> None:
@@ -366,29 +387,59 @@ class SimCamera:
         motion: tuple[np.ndarray, np.ndarray] | None = None,
         object_poses: dict[int, np.ndarray] | None = None,
         region: tuple[int, int, int, int] | None = None,
+        draw: tuple[np.ndarray, float] | None = None,
+        state: tuple | None = None,
     ) -> np.ndarray:
         """One noisy 8-bit grey image (H, W) of the scene from ``cam2world`` (default: the
         current camera pose); ``motion``, the camera poses at the exposure's start and end,
         smears the scene (not what moves with the camera) along its projected motion;
         ``object_poses`` (``id(object)`` -> body2world) replaces the objects' own poses.
         ``region`` (x0, y0, x1, y1) pixels: only those are rendered, bit for bit the whole
-        frame's (the rest 0), at a cost that goes with the region (``sim_region``)."""
+        frame's (the rest 0), at a cost that goes with the region (``sim_region``). ``draw``: the
+        frame's noise draw (``ImageSensor.standard_normal``), made at its capture; ``state``: the
+        camera's scene and sensor as at the capture (``_scene_state``), put back for this image
+        if they changed since (a frame rendered after its capture, ``LazyFrame``)."""
         with self._render_lock:  # one image at a time (the caches and the noise generator)
             t0 = time.perf_counter()
-            if region is None:
-                image = self._render(cam2world, motion, object_poses or {})
-            else:
-                image = render_region(self, region, cam2world, motion, object_poses or {})
+            now = None if state is None else self._put_state(state)
+            try:
+                if region is None:
+                    image = self._render(cam2world, motion, object_poses or {}, draw)
+                else:
+                    image = render_region(self, region, cam2world, motion, object_poses or {}, draw)
+            finally:
+                if now is not None:
+                    self._put_state(now)
             self.frames_rendered += 1
             self.render_s += time.perf_counter() - t0
             return image
+
+    def _scene_state(self) -> tuple:
+        """What a render reads of the camera that a run may change between a frame's capture and
+        its rendering: lenses, sensor, background, occluders, objects and their hidden markers."""
+        return (self.intrinsics, self.true_intrinsics, self.sensor, self.background_albedo,
+                tuple(self.occluders), tuple(self.objects),
+                tuple(frozenset(obj.hidden_marker_ids) for obj in self.objects))
+
+    def _put_state(self, state: tuple) -> tuple | None:
+        """Make ``state`` (``_scene_state``) the camera's; the state it replaced, or None when it
+        was the same."""
+        now = self._scene_state()
+        if all(a is b or a == b for a, b in zip(now, state, strict=True)):
+            return None
+        (self.intrinsics, self.true_intrinsics, self.sensor, self.background_albedo, occluders, objects,
+         hidden) = state
+        self.occluders, self.objects = list(occluders), list(objects)
+        for obj, ids in zip(self.objects, hidden, strict=True):
+            obj.hidden_marker_ids = set(ids)
+        return now
 
     @property
     def renders_beside(self) -> bool:
         """True once ``render_beside()`` moved rendering into the camera's own process or thread."""
         return self._renderer is not None
 
-    def _render(self, cam2world, motion, object_poses) -> np.ndarray:
+    def _render(self, cam2world, motion, object_poses, draw=None) -> np.ndarray:
         intr = self.lens
         canvas = np.full((intr.height, intr.width), self.background_albedo, np.float32)
         cam2world = self.cam2world() if cam2world is None else cam2world
@@ -409,7 +460,7 @@ class SimCamera:
         for occ in self.occluders:
             pts = np.round(np.asarray(occ.polygon) * 16).astype(np.int32)
             cv2.fillPoly(canvas, [pts], float(occ.albedo), cv2.LINE_8, shift=4)
-        return self.imager.expose(canvas, self.sensor, self.lens)
+        return self.imager.expose(canvas, self.sensor, self.lens, draw=draw)
 
     def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                body2world: np.ndarray | None = None, window: Window | None = None) -> None:

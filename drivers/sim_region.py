@@ -120,10 +120,12 @@ def paint_clipped(canvas: np.ndarray, window: Window, sub: tuple[int, int, int, 
 
 
 def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
-                  motion: tuple[np.ndarray, np.ndarray] | None, object_poses: dict[int, np.ndarray]) -> np.ndarray:
+                  motion: tuple[np.ndarray, np.ndarray] | None, object_poses: dict[int, np.ndarray],
+                  draw: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """:meth:`SimCamera._render` over ``region`` only, a box (x0, y0, x1, y1) or a sequence of
     them (see the module docstring): the (H, W) uint8 image, the boxes' pixels as the whole
-    frame's, 0 elsewhere. The frame's noise is drawn once, as the whole frame draws it. Boxes
+    frame's, 0 elsewhere. The frame's noise is drawn once, as the whole frame draws it (or is
+    ``draw``, drawn at the frame's capture). Boxes
     are rendered one by one, those whose boxes for the sensor lie close together (their bounding
     box adds at most ``MERGE_PX`` pixels to theirs: each box costs some Python and the parts of
     the markers it cuts) as one (:func:`_merged`); when what they need of the image exceeds
@@ -148,11 +150,12 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
         plans.append((inside, exposed, painted))
     if sum(_area(p) for _, _, p in plans) > FULL_SHARE * width * height or width % ALIGN_PX or (
             kernel is not None and kernel.size >= DFT_TAPS):
-        image = camera._render(cam2world, motion, object_poses)
+        image = camera._render(cam2world, motion, object_poses, draw)
         for x0, y0, x1, y1 in wanted:
             out[y0:y1, x0:x1] = image[y0:y1, x0:x1]
         return out
-    draw = camera.imager.standard_normal((height, width))  # the frame's draw, as the whole frame's
+    if draw is None:
+        draw = camera.imager.standard_normal((height, width))  # the frame's draw, as the whole frame's
     world2cam = np.linalg.inv(camera.cam2world() if cam2world is None else cam2world)
     world2cam_now = world2cam if motion is None else np.linalg.inv(motion[1])
     objects = sorted(camera.objects, key=lambda o: o.layer)

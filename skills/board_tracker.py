@@ -10,6 +10,8 @@ the single-image pipeline's (``board_pipeline.py``, behind
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -24,9 +26,21 @@ from orbitree.skills.board_pipeline import (
     make_detector,
 )
 from orbitree.skills.board_pnp import _EYE4
-from orbitree.skills.marker_refine import refine_ecc, to_gray, undistortion_maps
+from orbitree.skills.marker_refine import ecc_source_boxes, refine_ecc, to_gray, undistortion_maps
 
-__all__ = ["TRACKER_CONFIG", "BoardTracker"]
+__all__ = ["TRACKER_CONFIG", "BoardTracker", "RegionSource"]
+
+
+class RegionSource(Protocol):
+    """An image made on demand: ``shape`` (H, W); ``image`` the whole of it; ``region(boxes)``
+    an array of that shape whose pixels inside the boxes (x0, y0, x1, y1) are the image's."""
+
+    shape: tuple[int, ...]
+
+    @property
+    def image(self) -> np.ndarray: ...
+
+    def region(self, boxes: Sequence[tuple[int, int, int, int]]) -> np.ndarray: ...
 
 
 TRACKER_CONFIG = BoardEstimatorConfig(ecc_max_side_px=32.0, ecc_coarse_first=False, ecc_eps=1e-3)
@@ -164,19 +178,25 @@ class BoardTracker:
     ) -> BoardPose | None:
         """The board's pose in ``image`` ((H, W) grey or (H, W, 3) BGR), or None if not seen.
 
+        ``image`` may instead be a frame made on demand (:class:`RegionSource`, e.g. the simulated
+        camera's ``LazyFrame``): tracking then asks it only for the windows the markers' alignment
+        reads, and for the whole image when it has to search.
         ``prior``: (4, 4) predicted ``board2cam`` for this frame (e.g. the last pose moved by the
         camera's motion since); default: the last pose found. ``corner_noise_px`` and ``rng``: as
         for :func:`estimate_board_pose`.
         """
-        gray = to_gray(image)
-        maps = self._undistortion_maps(gray.shape)
+        source = None if isinstance(image, np.ndarray) else image
+        gray = to_gray(image) if source is None else None
+        maps = self._undistortion_maps(gray.shape if source is None else source.shape)
         predicted = prior if prior is not None else self._extrapolated()
         found = None
         if predicted is not None and self.last is not None and self.config.corner_refinement == "ecc":
-            found = self._align_predicted(gray, np.asarray(predicted, dtype=np.float64),
-                                          corner_noise_px, rng)
+            found = self._align_predicted(gray if source is None else source,
+                                          np.asarray(predicted, dtype=np.float64), corner_noise_px, rng)
             if found is not None:
                 self.searches["track"] += 1
+        if found is None and source is not None:
+            gray = to_gray(source.image)  # searching: the whole image
         if found is None and predicted is not None:
             roi = self._roi(np.asarray(predicted, dtype=np.float64), gray.shape)
             if roi is not None:
@@ -233,19 +253,19 @@ class BoardTracker:
             points = self._track_cache[marker_ids] = (ids, self._corners[ids].reshape(-1, 3))
         return points
 
-    def _align_predicted(self, gray: np.ndarray, predicted: np.ndarray, corner_noise_px: float,
+    def _align_predicted(self, image: np.ndarray | RegionSource, predicted: np.ndarray, corner_noise_px: float,
                          rng: np.random.Generator | None) -> BoardPose | None:
         """The pose from the last frame's markers aligned by ECC straight from their predicted
         corners, no detection; None (detect) unless every one of them is in the image, aligns with
         a correlation of at least ``track_min_correlation`` and the pose explains them all within
-        ``max_marker_rms_px``."""
+        ``max_marker_rms_px``. ``image``: grey, or a source asked for the windows ECC reads."""
         ids, obj = self._track_points(self.last.marker_ids)
         cam = obj @ predicted[:3, :3].T + predicted[:3, 3]
         if min(cam[:, 2].tolist()) <= 1e-3:
             return None
         px, _ = cv2.projectPoints(cam, _ZERO3, _ZERO3, self.camera_matrix, self.dist)
         xs, ys = px[:, 0, 0].tolist(), px[:, 0, 1].tolist()
-        height, width = gray.shape[:2]
+        height, width = image.shape[:2]
         top = max((xs[i + 1] - xs[i]) * (xs[i + 1] - xs[i]) + (ys[i + 1] - ys[i]) * (ys[i + 1] - ys[i])
                   for i in range(0, len(xs), 4))  # the longest top side, squared
         margin = 0.25 * math.sqrt(top) + 4.0
@@ -257,11 +277,17 @@ class BoardTracker:
         ideal = (ideal[:, :2] / ideal[:, 2:]).reshape(-1, 4, 2)
         correlations: list = []
         config = self.config
+        maps = self._maps[1] if self._maps else None
+        if isinstance(image, np.ndarray):
+            gray = image
+        else:  # only the windows' pixels made (the rest of the array is 0: ECC never reads it)
+            boxes = ecc_source_boxes(ideal, image.shape, self.dist, maps, config.ecc_white_margin_cells)
+            gray = to_gray(image.image if boxes is None else image.region(boxes))
         ideal = refine_ecc(gray, ideal, self.last.marker_ids, self._dictionary, self.camera_matrix, self.dist,
                            white_margin_cells=config.ecc_white_margin_cells, templates=self._templates,
                            max_side_px=config.ecc_max_side_px, coarse_first=config.ecc_coarse_first,
                            eps=config.ecc_eps, correlations=correlations, ideal_corners=True,
-                           undistort_maps=self._maps[1] if self._maps else None)
+                           undistort_maps=maps)
         if any(rho is None or rho < self.track_min_correlation for rho in correlations):
             return None
         found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, config, predicted,

@@ -327,14 +327,7 @@ def refine_ecc(
     # per marker, its side, window and starting corners in the window in Python floats: a few
     # dozen numbers, cheaper than as arrays (the same IEEE operations, so the same values)
     for i, (quad, marker_id) in enumerate(zip(all_ideal.tolist(), ids, strict=True)):
-        side = 0.0
-        for (xa, ya), (xb, yb) in zip(quad, quad[1:] + quad[:1], strict=True):
-            side += math.sqrt((xb - xa) * (xb - xa) + (yb - ya) * (yb - ya))
-        side /= 4
-        pad = math.ceil(side * pad_rate) + 4
-        xs, ys = [p[0] for p in quad], [p[1] for p in quad]
-        x0, y0 = math.floor(min(xs)) - pad, math.floor(min(ys)) - pad
-        x1, y1 = math.ceil(max(xs)) + pad, math.ceil(max(ys)) + pad
+        side, x0, y0, x1, y1 = _ecc_window(quad, pad_rate)
         if maps is not None and x0 >= 0 and y0 >= 0 and x1 <= map_w and y1 <= map_h:
             roi = cv2.remap(gray, maps[0][y0:y1, x0:x1], maps[1][y0:y1, x0:x1],
                             cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
@@ -371,6 +364,51 @@ def refine_ecc(
         if correlations is not None:
             correlations.append(None if refined is None else rho)
     return out
+
+
+def _ecc_window(quad: list[list[float]], pad_rate: float) -> tuple[float, int, int, int, int]:
+    """A marker's mean side and the ideal-pixel window (x0, y0, x1, y1) ECC aligns it in, from
+    its ideal corners (four [x, y] lists)."""
+    side = 0.0
+    for (xa, ya), (xb, yb) in zip(quad, quad[1:] + quad[:1], strict=True):
+        side += math.sqrt((xb - xa) * (xb - xa) + (yb - ya) * (yb - ya))
+    side /= 4
+    pad = math.ceil(side * pad_rate) + 4
+    xs, ys = [p[0] for p in quad], [p[1] for p in quad]
+    return (side, math.floor(min(xs)) - pad, math.floor(min(ys)) - pad,
+            math.ceil(max(xs)) + pad, math.ceil(max(ys)) + pad)
+
+
+def ecc_source_boxes(
+    ideal_corners: np.ndarray,
+    shape: tuple[int, ...],
+    dist_coeffs: np.ndarray | None,
+    undistort_maps: tuple[np.ndarray, np.ndarray] | None,
+    white_margin_cells: float = 0.5,
+) -> list[tuple[int, int, int, int]] | None:
+    """The boxes (x0, y0, x1, y1) of an image of ``shape`` that :func:`refine_ecc` reads when
+    given these ideal-pixel corners (N, 4, 2) (``ideal_corners=True``), ``white_margin_cells``
+    and ``undistort_maps``: one per marker, each holding every pixel its window's bilinear
+    resampling touches (with a pixel to spare). None when a window would be resampled through
+    maps of its own (it reaches outside the image's maps): then the whole image is read."""
+    height, width = shape[:2]
+    pad_rate = 0.1 + white_margin_cells / 9
+    distorted = dist_coeffs is not None and bool(np.asarray(dist_coeffs).any())
+    boxes = []
+    for quad in np.asarray(ideal_corners, dtype=np.float64).reshape(-1, 4, 2).tolist():
+        _, x0, y0, x1, y1 = _ecc_window(quad, pad_rate)
+        if distorted:
+            if undistort_maps is None or x0 < 0 or y0 < 0 or x1 > undistort_maps[0].shape[1] \
+                    or y1 > undistort_maps[0].shape[0]:
+                return None
+            map_x, map_y = undistort_maps[0][y0:y1, x0:x1], undistort_maps[1][y0:y1, x0:x1]
+            # remap reads the pixel at the floor of each (1/32-rounded) coordinate and the next
+            x0, x1 = math.floor(float(map_x.min())) - 1, math.floor(float(map_x.max())) + 3
+            y0, y1 = math.floor(float(map_y.min())) - 1, math.floor(float(map_y.max())) + 3
+        else:
+            x0, y0, x1, y1 = x0 - 1, y0 - 1, x1 + 2, y1 + 2
+        boxes.append((max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)))
+    return boxes
 
 
 def _align(roi: np.ndarray, warp: np.ndarray, made: _Templates, rounded: float, coarse: bool,

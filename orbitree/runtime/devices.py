@@ -313,6 +313,7 @@ def _sim_devices(robots, targets, ctx, seed, base_dir=Path()):
                 latency_s=cam.latency,
                 stamp_jitter_s=cam.stamp_jitter,
             )
+            camera.lazy_frames = True  # rendered when read, in the parts read (a tracker's windows)
         latch, contact = None, None
         if spec.latch is not None:
             from orbitree.drivers.sim_latch import HookMechanics

@@ -522,7 +522,8 @@ class Executive:
         cameras = {}
         if self.ctx.world is not None:
             for name, camera in self.ctx.world.cameras.items():
-                cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside)
+                cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside,
+                                 bool(getattr(camera, "lazy_frames", False)) and not camera.renders_beside)
         workers: dict[str, tuple[int, float, bool]] = {}
         for work in self._offloads():  # two leaves of one name (a search in two branches) add up
             jobs, busy, _ = workers.get(work.name, (0, 0.0, work.threaded))

@@ -45,13 +45,14 @@ class LoopTimes:
 
 
 def wall_profile(loop: LoopTimes, node_seconds: list[tuple[int, str, float, int]],
-                 cameras: dict[str, tuple[int, float, bool]],
+                 cameras: dict[str, tuple[int, float, bool, bool]],
                  workers: dict[str, tuple[int, float, bool]], sim_time_s: float,
                  ticks: int) -> dict[str, Any]:
     """The profile of one run.
 
     ``node_seconds``: (node id, name, self seconds, ticks) per node ticked; ``cameras``: name ->
-    (frames rendered, seconds, rendered beside the loop); ``workers``: name -> (jobs, seconds,
+    (frames rendered, seconds, rendered beside the loop, rendered when read: inside the readers'
+    time, e.g. perception's); ``workers``: name -> (jobs, seconds,
     threaded).
     """
     wall = loop.wall_s
@@ -76,8 +77,8 @@ def wall_profile(loop: LoopTimes, node_seconds: list[tuple[int, str, float, int]
                            "percent": share(loop.driver_read.get(name, 0.0) + loop.driver_step.get(name, 0.0))}
                     for name in sorted({*loop.driver_read, *loop.driver_step})},
         "rendering": {name: {"frames": n, "s": round(s, 4), "mean_ms": round(1e3 * s / n, 3) if n else 0.0,
-                             "percent": share(s), "beside_the_loop": beside}
-                      for name, (n, s, beside) in cameras.items()},
+                             "percent": share(s), "beside_the_loop": beside, "on_demand": on_demand}
+                      for name, (n, s, beside, on_demand) in cameras.items()},
         "perception": {name: {"frames": n, "s": round(s, 4), "mean_ms": round(1e3 * s / n, 3) if n else 0.0,
                               "percent": share(s), "beside_the_loop": threaded}
                        for name, (n, s, threaded) in workers.items()},
@@ -99,7 +100,8 @@ def format_profile(profile: dict[str, Any], top_nodes: int = 8) -> str:
         row(f"driver {name}: read", v["read_s"], 100.0 * v["read_s"] / max(profile["wall_s"], 1e-12))
         row(f"driver {name}: step", v["step_s"], 100.0 * v["step_s"] / max(profile["wall_s"], 1e-12))
     for name, v in profile["rendering"].items():
-        where = "beside the loop" if v["beside_the_loop"] else "in its driver's read"
+        where = "beside the loop" if v["beside_the_loop"] else \
+            "as read, inside the reader's time" if v.get("on_demand") else "in its driver's read"
         row(f"rendering {name} ({v['frames']} frames, {where})", v["s"], v["percent"])
     for name, v in profile["perception"].items():
         where = "beside the loop" if v["beside_the_loop"] else "in its node's tick"

@@ -36,6 +36,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from orbitree.drivers.lazy_frame import LazyFrame
+
 FORMAT = "orbitree-log/1"
 
 
@@ -56,6 +58,8 @@ def to_jsonable(value: Any) -> Any:
         return value.item()
     if isinstance(value, enum.Enum):
         return value.name
+    if isinstance(value, LazyFrame):  # logged as any frame, without rendering its image for it
+        return {"image": {"array": list(value.shape), "dtype": "uint8"}, "stamp": value.stamp, "meta": value.meta}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, set | frozenset | tuple):

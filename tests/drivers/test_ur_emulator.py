@@ -105,7 +105,9 @@ def test_protective_stop_raised_in_the_emulator_is_seen_at_the_next_read(emulato
         emulator.trigger_protective_stop("test")
         t0 = time.monotonic()
         assert _wait(lambda: robot.read().protective_stop, timeout=1.0, step=0.001)
-        assert time.monotonic() - t0 < 0.02  # data every 2 ms; measured 2-10 ms on the shared box
+        # data every 2 ms: seen in 2-10 ms on the idle box, 23 ms once with the suite and two other
+        # jobs on its 2 cores; 0.1 s still tells a 500 Hz stream from a stale or polled one
+        assert time.monotonic() - t0 < 0.1
         assert _wait(lambda: not np.any(emulator.arm()["qd"]))
         with pytest.raises(URCommandError):
             robot.move_l(robot.read().tcp2base, 0.1, 0.5)

@@ -32,19 +32,21 @@ def test_profile_accounts_for_the_wall_time_by_loop_part_driver_rendering_percep
     reads = sum(d["read_s"] for d in drivers.values())
     assert 0.5 * loop["drivers read"] <= reads <= loop["drivers read"] + 1e-4
     assert abs(sum(d["step_s"] for d in drivers.values()) - loop["drivers step"]) < 1e-3
-    # the wrist camera (15 fps) renders inside the arm's read on the simulated clock
+    # the wrist camera (15 fps) renders its frames when perceive reads them, on the simulated
+    # clock: inside the tracker's time, itself inside the tree's tick
     render = profile["rendering"]["arm"]
-    assert not render["beside_the_loop"] and 20 <= render["frames"] <= 24
-    assert 0 < render["s"] <= drivers["arm"]["read_s"]
+    assert not render["beside_the_loop"] and render["on_demand"] and 20 <= render["frames"] <= 24
+    assert render["s"] > 0 and drivers["arm"]["read_s"] < render["s"]
     # perceive's tracker runs in its node's tick: about one job per frame, inside the tick time
     perceive = profile["perception"]["perceive sirom"]
     assert not perceive["beside_the_loop"] and perceive["frames"] >= render["frames"] - 3
-    assert 0 < perceive["s"] <= loop["tree tick"]
+    assert 0 < render["s"] <= perceive["s"] <= loop["tree tick"]
     # nodes: self times, largest first, within the tick time; their ticks at most the run's
     nodes = profile["nodes"]
     seconds = [n["s"] for n in nodes]
     assert seconds == sorted(seconds, reverse=True) and sum(seconds) <= loop["tree tick"] + 1e-3
     assert nodes[0]["ticks"] <= ticks and {"id", "name", "mean_us", "percent"} <= set(nodes[0])
     table = capsys.readouterr().out
+    assert "rendering arm (" in table and "as read, inside the reader's time" in table
     assert "rendering arm (" in table and "perceive sirom (" in table and "driver world: step" in table
     assert f"wall time {wall:.2f} s" in table

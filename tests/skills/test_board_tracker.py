@@ -14,6 +14,7 @@ from orbitree.skills.board import TRACKER_CONFIG, BoardTracker, estimate_board_p
 from orbitree.skills.board_model import make_aruco_board, sirom_board_model
 from orbitree.skills.marker_refine import (
     _undistorted_roi,
+    ecc_source_boxes,
     refine_ecc,
     to_gray,
     undistort_corners,
@@ -155,3 +156,45 @@ def test_lost_board_is_searched_without_the_full_size_whole_image_detection(monk
     assert tracker.update(away) is None and tracker.update(away) is None  # no prediction: coarse
     assert len(whole_image) == 1  # only the first miss, which still had a prediction
     assert tracker.searches["full"] == 4
+
+
+@pytest.mark.parametrize("distorted", [True, False], ids=["distorted", "pinhole"])
+def test_ecc_reads_nothing_outside_the_source_boxes_it_names(distorted: bool):
+    """``ecc_source_boxes`` names every pixel ECC's windows read: aligned on an image that is 0
+    outside those boxes, the markers' corners and correlations are the whole image's to the bit
+    (corners predicted off by up to 1.5 px, markers near the image's edge included); a window
+    reaching outside the image's maps asks for the whole image (None)."""
+    _, board, cam = _scene(6)
+    intr = cam.intrinsics
+    dist = intr.dist_coeffs if distorted else None
+    if not distorted:
+        cam.true_intrinsics = type(intr)(intr.camera_matrix, np.zeros(5), intr.width, intr.height)
+    maps = undistortion_maps(intr.camera_matrix, dist, (intr.width, intr.height))
+    rng = np.random.default_rng(2)
+    compared = 0
+    for view in approach_views(8, offset_m=(0.16, -0.09)):
+        cam.set_cam2world(view)
+        gray = to_gray(cam.render())
+        truth = cam.project_marker_corners("sirom")
+        ids = sorted(truth)
+        quads = [truth[i] for i in ids]
+        ideal = np.array([undistort_corners(q, intr.camera_matrix, dist) if distorted else q for q in quads])
+        ideal = ideal + rng.uniform(-1.5, 1.5, ideal.shape)
+        boxes = ecc_source_boxes(ideal, gray.shape, dist, maps)
+        if boxes is None:
+            continue
+        masked = np.zeros_like(gray)
+        for x0, y0, x1, y1 in boxes:
+            masked[y0:y1, x0:x1] = gray[y0:y1, x0:x1]
+        kwargs = {"max_side_px": 48.0, "coarse_first": False, "ideal_corners": True, "undistort_maps": maps}
+        rho_a, rho_b = [], []
+        args = (ids, board.getDictionary(), intr.camera_matrix, dist)
+        a = refine_ecc(gray, ideal, *args, correlations=rho_a, **kwargs)
+        b = refine_ecc(masked, ideal, *args, correlations=rho_b, **kwargs)
+        assert rho_a == rho_b and all(np.array_equal(p, q) for p, q in zip(a, b, strict=True))
+        assert sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) < 0.5 * gray.size
+        compared += 1
+    assert compared >= 6
+    if distorted:
+        off_image = np.array([[[-30.0, 10.0], [20.0, 10.0], [20.0, 60.0], [-30.0, 60.0]]])
+        assert ecc_source_boxes(off_image, gray.shape, dist, maps) is None
