@@ -96,6 +96,7 @@ class Perceive(Leaf):
         self.last_stamp = -math.inf
         self.last_frame_at = 0.0
         self.poses: deque[tuple[float, np.ndarray]] = deque()
+        self.interpolated: dict[tuple[float, float, float], np.ndarray] = {}  # _pose_at's, by (stamp, t0, t1)
         self.visible = False
         self.seen: BoardPose | None = None  # the newest estimate, and the stamp of its frame
         self.seen_stamp = -math.inf
@@ -156,7 +157,18 @@ class Perceive(Leaf):
         if k == len(self.poses):
             return self.poses[-1][1]
         (t0, a), (t1, b) = self.poses[k - 1], self.poses[k]
-        return interpolate_pose(a, b, (stamp - t0) / (t1 - t0)) if t1 > t0 else b
+        if t1 <= t0:
+            return b
+        # a frame's pose is asked for when its search starts, when its estimate is published and
+        # when the next frame's search starts: interpolated once (the two ticks around a stamp,
+        # once both are kept, are the same ticks until they leave the history)
+        key = (stamp, t0, t1)
+        pose = self.interpolated.get(key)
+        if pose is None:
+            if len(self.interpolated) >= 8:
+                self.interpolated.clear()
+            pose = self.interpolated[key] = interpolate_pose(a, b, (stamp - t0) / (t1 - t0))
+        return pose
 
     def _publish(self, stamp: float, found: BoardPose | None) -> None:
         self.answered = True

@@ -65,6 +65,13 @@ class AdaptiveGain:
 
     def __call__(self, x: float | np.ndarray) -> float | np.ndarray:
         """``λ(x)``: a float for a scalar ``x``, else an array of ``x``'s shape; ``λ(inf) = λ∞``."""
+        if type(x) is float:  # the servo's case, once or twice a tick: the same operations on a float
+            if not x >= 0.0:  # NaN too
+                raise ValueError(f"gain argument must be >= 0 (an error magnitude), got {x}")
+            span = self.lambda0 - self.lambda_inf
+            if span == 0.0:
+                return float(self.lambda0)
+            return float(span * np.exp(-self.slope0 * x / span) + self.lambda_inf)
         magnitude = np.asarray(x, dtype=float)
         if np.any(np.isnan(magnitude)) or np.any(magnitude < 0.0):
             raise ValueError(f"gain argument must be >= 0 (an error magnitude), got {x}")

@@ -195,6 +195,12 @@ def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -
     flange and index ``n + 1`` the tool (``flange @ tool``; equal to the flange when ``tool`` is
     None). ``q`` : (n,) rad; ``tool`` : (4, 4) tcp2flange.
     """
+    return _frames_and_jacobian(table, q, tool)[0]
+
+
+def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(``link_frames``, the tool's Jacobian (6, n)), by ``orbitree.skills.kinematics_kernels``
+    (compiled, bit for bit the numpy code's; numba is imported on the first call)."""
     n = table.n_joints
     joints = np.asarray(q, dtype=float)
     if joints.shape != (n,):
@@ -202,25 +208,10 @@ def link_frames(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -
     values = joints.tolist()  # check_vector's finiteness test on the floats the angles need anyway
     if not all(map(math.isfinite, values)):
         raise ValueError(f"q must be finite, got {joints}")
-    frames = np.empty((n + 2, 4, 4))
-    frames[0] = _I4
-    # the link transforms in one array (a hot path: the simulated arm runs it several times a
-    # tick): Rz(theta) times the joint's constant Tz(d)·Tx(a)·Rx(alpha)·Ry(beta) (for DH joints
-    # the same bits as link_transform)
-    fixed = _fixed_links(table)
-    thetas = [angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)]
-    ct = np.array([math.cos(theta) for theta in thetas])[:, None]
-    st = np.array([math.sin(theta) for theta in thetas])[:, None]
-    links = fixed.copy()
-    links[:, 0] = ct * fixed[:, 0] - st * fixed[:, 1]
-    links[:, 1] = st * fixed[:, 0] + ct * fixed[:, 1]
-    for i in range(n):
-        np.matmul(frames[i], links[i], out=frames[i + 1])
-    if tool is None:
-        frames[n + 1] = frames[n]
-    else:
-        np.matmul(frames[n], check_pose(tool, "tool"), out=frames[n + 1])
-    return frames
+    thetas = np.array([angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)])
+    from orbitree.skills.kinematics_kernels import frames_and_jacobian
+
+    return frames_and_jacobian(_fixed_links(table), thetas, None if tool is None else check_pose(tool, "tool"))
 
 
 _FIXED: dict[int, tuple[DHTable, np.ndarray]] = {}
@@ -250,31 +241,15 @@ def geometric_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None = 
     ``[v; w] = J @ qd`` with ``v`` the velocity of the tool origin and ``w`` the angular velocity,
     both in base coordinates.
     """
-    return _jacobian_from_frames(link_frames(table, q, tool))
+    return _frames_and_jacobian(table, q, tool)[1]
 
 
 def pose_and_jacobian(
     table: DHTable, q: np.ndarray, tool: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(tcp2base (4, 4), J (6, n))`` from one pass over the chain (as the two functions above)."""
-    frames = link_frames(table, q, tool)
-    return frames[-1], _jacobian_from_frames(frames)
-
-
-_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])
-
-
-def _jacobian_from_frames(frames: np.ndarray) -> np.ndarray:
-    tip = frames[-1, :3, 3]
-    axes = frames[:-2, :3, 2]  # z_0 .. z_{n-1}: joint i + 1 turns about z_i
-    origins = frames[:-2, :3, 3]
-    lever = tip - origins
-    jacobian = np.empty((6, len(axes)))
-    # z_i x (tip - o_i), written out (np.cross is slow for small arrays), on gathered copies
-    jacobian[:3] = (axes.take(_NEXT, axis=1) * lever.take(_AFTER, axis=1)
-                    - axes.take(_AFTER, axis=1) * lever.take(_NEXT, axis=1)).T
-    jacobian[3:] = axes.T
-    return jacobian
+    frames, jacobian = _frames_and_jacobian(table, q, tool)
+    return frames[-1], jacobian
 
 
 # ------------------------------------------------------------ resolved rate, IK, timing

@@ -91,3 +91,34 @@ def test_perceive_estimate_is_visible_processing_latency_after_the_frame_arrives
     key = "/target/sirom/last_seen"
     stamps = [t["bb"][key] for t in log.ticks if key in t.get("bb", {})]
     assert stamps == [pytest.approx(0.2)]  # the frame's capture instant, not the tick that showed it
+
+
+def test_arm_pose_at_a_frame_stamp_is_interpolated_once_and_equals_a_fresh_interpolation(tmp_path, monkeypatch):
+    from collections import deque
+
+    from scipy.spatial.transform import Rotation
+
+    from orbitree.behaviours import perceive
+    from orbitree.skills.se3 import interpolate_pose
+
+    _, executive = run(tmp_path)
+    leaf = next(node for node in executive.tree.behaviours if node.name == "look")
+    rng = np.random.default_rng(4)
+    poses = []
+    for k in range(6):  # an arm turning and moving, one pose per 20 ms tick
+        pose = np.eye(4)
+        pose[:3, :3] = Rotation.from_rotvec(rng.normal(size=3) * 0.3).as_matrix()
+        pose[:3, 3] = rng.normal(size=3)
+        poses.append((0.02 * k, pose))
+    leaf.poses, leaf.interpolated = deque(poses), {}
+    calls = []
+    monkeypatch.setattr(perceive, "interpolate_pose", lambda *a: calls.append(a) or interpolate_pose(*a))
+    stamps = [0.013, 0.05, 0.0715, 0.02, 0.1]  # between ticks, on a tick, at the newest tick
+    for _ in range(3):  # a frame's pose is asked for up to three times
+        for stamp in stamps:
+            k = next(i for i, (t, _) in enumerate(poses) if t >= stamp - 1e-15)
+            (t0, a), (t1, b) = poses[max(k, 1) - 1], poses[max(k, 1)]
+            expected = interpolate_pose(a, b, (stamp - t0) / (t1 - t0))
+            assert leaf._pose_at(stamp).tobytes() == expected.tobytes()
+    assert len(calls) == len(stamps)
+    assert leaf._pose_at(-1.0) is poses[0][1] and leaf._pose_at(1.0) is poses[-1][1]

@@ -98,3 +98,15 @@ def test_negative_or_nan_argument_is_rejected() -> None:
         AdaptiveGain()(-0.1)
     with pytest.raises(ValueError, match="gain argument must be >= 0"):
         AdaptiveGain()(math.nan)
+
+
+def test_float_argument_gives_the_array_codes_bits() -> None:
+    """A float takes a shorter path than an array (the servo calls the gain every tick): the same
+    value, bit for bit, over errors from 0 to far beyond the gain's knee, and at infinity."""
+    errors = np.concatenate([[0.0, 1e-300, math.inf], np.random.default_rng(0).exponential(0.05, 20_000),
+                             np.geomspace(1e-9, 1e3, 2_000)])
+    for gain in (AdaptiveGain(), AdaptiveGain(2.0, 0.3, 12.5), AdaptiveGain.constant(0.7)):
+        as_floats = [gain(x) for x in errors.tolist()]
+        assert all(type(v) is float for v in as_floats)
+        assert np.array(as_floats).tobytes() == gain(errors).tobytes()
+        assert [gain(np.float64(x)) for x in errors[:50]] == as_floats[:50]  # numpy scalars: the array path
