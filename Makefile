@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(PIP) --upgrade pip $(QUIET)
 
 # the contact model's and the sim camera's kernels (faces, exposure) are compiled by numba once per install
-# (~13 s), here rather than in the first run or test that builds a contact model or a camera
+# (~23 s), here rather than in the first run or test that builds a contact model or a camera
 WARM = $(BIN)/python -c "from orbitree.skills.contact import sirom_contact_model; sirom_contact_model(); \
 	from orbitree.drivers.sim_coverage import warm_up; warm_up(); \
 	from orbitree.drivers.sim_expose import warm_up; warm_up()"

@@ -91,6 +91,7 @@ import numpy as np
 from orbitree.drivers.interfaces import CameraIntrinsics, Frame
 from orbitree.drivers.render_process import RenderProcess
 from orbitree.drivers.sim_coverage import warm_up as warm_coverage
+from orbitree.drivers.sim_expose import blur_taps
 from orbitree.drivers.sim_expose import warm_up as warm_expose
 from orbitree.drivers.sim_region import Window, render_region
 from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
@@ -218,7 +219,7 @@ class SimCamera:
         else:
             self._ray_table()
             warm_coverage()
-            warm_expose()
+            warm_expose((len(blur_taps(self.sensor.blur_sigma_px, 2)),))  # its sensor's blur kernel
 
     def shutdown(self) -> None:
         """Stop the rendering thread or process, if any; safe to call any number of times

@@ -4,7 +4,11 @@ The OpenCV exposure makes six passes over a float frame (light product, Gaussian
 variance, its square root, the noise's scaling, the rounding sum to 8 bits). :func:`expose` does
 the same arithmetic row by row: each albedo row is multiplied by the light and blurred along the
 row into a ring of ``2 r + 1`` rows, and as soon as the ring holds an output row's neighbours the
-column blur, the noise and the quantisation of that row follow, in cache.
+column blur, the noise and the quantisation of that row follow in one loop, in cache. The taps
+are a tuple, so numba compiles the kernel once per kernel size (each pixel's sums unrolled, the
+loops over a row vectorised): :func:`warm_up` does it for ``TAPS_WARMED``, and a sim camera's
+``setup`` loads its sensor's. On the flagship's frames: 1.3 ms a 1280 x 720 exposure against
+1.9 ms for OpenCV's passes (``benchmarks/expose_side_by_side.py``).
 
 The arithmetic is OpenCV's, operation for operation, as OpenCV runs it on a CPU with fused
 multiply-adds (AVX2/FMA3 and up; checked against ``cv2.GaussianBlur`` etc. in
@@ -30,13 +34,16 @@ gets the whole frame's pixels wherever it starts. On a CPU without FMA OpenCV ro
 
 from __future__ import annotations
 
+import functools
+
+import cv2
 import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["blur_taps", "expose", "warm_up"]
+__all__ = ["TAPS_WARMED", "blur_taps", "expose", "warm_up"]
 
 
 @intrinsic
@@ -52,16 +59,18 @@ def _fma(typingctx, a, b, c):
     return sig, codegen
 
 
-def blur_taps(sigma_px: float, size: int) -> np.ndarray:
+TAPS_WARMED = (1, 3, 5, 7, 9, 11, 13)  # kernel sizes warm_up() compiles: blur sigma 0 and 0.25 to 1.5 px
+
+
+@functools.lru_cache(maxsize=64)
+def blur_taps(sigma_px: float, size: int) -> tuple[np.float32, ...]:
     """The float32 Gaussian taps ``cv2.GaussianBlur(img, (0, 0), sigma_px)`` uses along an axis of
     ``size`` pixels of a float image: ``getGaussianKernel(cvRound(8 sigma + 1) | 1, sigma)``; one
-    tap (1.0) for no blur or an axis of one pixel."""
-    import cv2
-
+    tap (1.0) for no blur or an axis of one pixel. A tuple: its length is the kernel's type."""
     if sigma_px <= 0 or size == 1:
-        return np.ones(1, np.float32)
+        return (np.float32(1.0),)
     ksize = int(np.rint(sigma_px * 8 + 1)) | 1
-    return cv2.getGaussianKernel(ksize, sigma_px, ktype=cv2.CV_32F).ravel().copy()
+    return tuple(cv2.getGaussianKernel(ksize, sigma_px, ktype=cv2.CV_32F).ravel())
 
 
 def expose(albedo: np.ndarray, light: np.ndarray, noise: np.ndarray, origin: tuple[int, int],
@@ -79,21 +88,36 @@ def expose(albedo: np.ndarray, light: np.ndarray, noise: np.ndarray, origin: tup
         raise ValueError(f"expose: an albedo of {h}x{w} at {origin} does not fit a light field of "
                          f"{light.shape} and noise of {noise.shape}")
     out = np.empty((h, w), np.uint8)
-    table = np.arange(256, dtype=np.uint8) if lut is None else lut
-    _expose(albedo, light, noise, ox, oy, blur_taps(sigma_px, w), blur_taps(sigma_px, h),
-            np.float32(shot_gain), np.float32(read_noise**2), np.float32(sign), table, lut is not None, out)
+    table = _IDENTITY if lut is None else lut
+    _expose(_read_only(albedo), _read_only(light), _read_only(noise), ox, oy, blur_taps(sigma_px, w),
+            blur_taps(sigma_px, h), np.float32(shot_gain), np.float32(read_noise**2), np.float32(sign), table,
+            lut is not None, out)
     return out
 
 
-def warm_up() -> None:
-    """Compile :func:`_expose` for the types a sensor passes (about 2 s once per install: numba
-    caches the machine code next to this file) or load it (about 0.1 s), outside any frame."""
+def warm_up(taps: tuple[int, ...] = TAPS_WARMED) -> None:
+    """Compile :func:`_expose` for Gaussian kernels of ``taps`` taps (about 1.5 s each once per
+    install: numba caches the machine code next to this file) or load it (a few ms each),
+    outside any frame; a kernel of another size is compiled when first used."""
+    sigma_of = {1: 0.0, 3: 0.3, 5: 0.5, 7: 0.7, 9: 1.0, 11: 1.2, 13: 1.5}
     albedo = np.full((8, 8), 0.5, np.float32)
-    noise = np.zeros((8, 8), np.float32)
-    noise.flags.writeable = False  # the sensor's draws are a read-only window of its table
-    for lut in (None, np.arange(256, dtype=np.uint8)):
-        for n in (noise, noise.copy()):
-            expose(albedo, np.full((8, 8), 255.0, np.float32), n, (0, 0), 0.7, 0.04, 1.5, 1.0, lut)
+    for n in taps:
+        sigma = sigma_of.get(n, (n - 1.5) / 8)
+        assert len(blur_taps(sigma, 8)) == n
+        expose(albedo, np.full((8, 8), 255.0, np.float32), np.zeros((8, 8), np.float32), (0, 0), sigma, 0.04, 1.5,
+               1.0, None)
+
+
+_IDENTITY = np.arange(256, dtype=np.uint8)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view: the kernel's arguments always of one type (numba compiles one per type)."""
+    if not array.flags.writeable:
+        return array
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 @numba.njit(cache=True, inline="always")
@@ -108,43 +132,59 @@ def _reflect101(p: int, n: int) -> int:
 
 @numba.njit(cache=True)
 def _expose(albedo, light, noise, ox, oy, kx, ky, gain, read2, sign, lut, use_lut, out):
-    """:func:`expose`'s loops (see the module docstring for the order of the arithmetic).
+    """:func:`expose`'s loops (see the module docstring for the order of the arithmetic). ``kx``,
+    ``ky``: tuples of taps, so that their lengths are constants and each pixel's sums unroll.
 
-    Written for LLVM's vectoriser: the inner loops index their rows by the loop's variable only
-    (views for the shifts: no wrap-around of negative indices), and each reads at most a few rows
-    (several taps a loop, the running sum kept in a register), so that the run-time checks that
-    the row written overlaps none read stay within what LLVM emits (8)."""
+    Row-blurred rows are kept by virtual row ``v`` (from ``-ry`` to ``h - 1 + ry``: the rows past
+    the image's edges are its reflected rows, blurred again) in two slots of ``ring``, ``(v + ry)
+    % R`` and that ``+ R``, so that an output row's ``2 ry + 1`` neighbours are consecutive rows
+    of one array from slot ``y % R``. The inner loops index by the loop's variable plus
+    constants (views for the other shifts: no wrap-around of negative indices) and LLVM
+    vectorises them."""
     h, w = albedo.shape
-    rx, ry = len(kx) // 2, len(ky) // 2
-    ring_rows = 2 * ry + 1
-    ring = np.empty((ring_rows, w), np.float32)  # the row-blurred rows, row y in slot y % ring_rows
+    nx, ny = len(kx), len(ky)
+    rx, ry = nx // 2, ny // 2
+    ring_rows = ny
+    ring = np.empty((2 * ring_rows, w), np.float32)
     padded = np.empty(w + 2 * rx, np.float32)  # a row's light product, its borders reflected
     product = padded[rx:rx + w]
-    column = np.empty(w, np.float32)
-    symmetric_rows = len(kx) == 3 or len(kx) == 5
-    done = -1  # the last row blurred along the row
+    virtual = -ry - 1  # the last virtual row blurred along the row
     for y in range(h):
-        while done < min(y + ry, h - 1):
-            done += 1
-            source, lit = albedo[done], light[oy + done, ox:ox + w]
+        while virtual < y + ry:
+            virtual += 1
+            source = _reflect101(virtual, h)
+            albedo_row, light_row = albedo[source], light[oy + source, ox:ox + w]
             for x in range(w):
-                product[x] = source[x] * lit[x]
+                product[x] = albedo_row[x] * light_row[x]
             for i in range(1, rx + 1):
                 padded[rx - i] = padded[rx + _reflect101(-i, w)]
                 padded[rx + w - 1 + i] = padded[rx + _reflect101(w - 1 + i, w)]
-            dst = ring[done % ring_rows]
-            if rx == 0:
+            slot = (virtual + ry) % ring_rows
+            first, second = ring[slot], ring[slot + ring_rows]
+            if nx == 3:
                 for x in range(w):
-                    dst[x] = product[x] * kx[0]
-            elif symmetric_rows:
-                _row_small(padded, dst, kx, rx, w)
+                    s = _fma(padded[x + 1], kx[1], (padded[x] + padded[x + 2]) * kx[0])
+                    first[x] = s
+                    second[x] = s
+            elif nx == 5:
+                for x in range(w):
+                    s = _fma(padded[x + 2], kx[2], (padded[x + 1] + padded[x + 3]) * kx[1])
+                    s = _fma(padded[x] + padded[x + 4], kx[0], s)
+                    first[x] = s
+                    second[x] = s
             else:
-                _row_chain(padded, dst, kx, w)
-        _column(ring, column, ky, y, h)
-        draws = noise[oy + y, ox:ox + w]
-        row = out[y]
+                for x in range(w):
+                    s = padded[x] * kx[0]
+                    for i in range(1, nx):
+                        s = _fma(padded[x + i], kx[i], s)
+                    first[x] = s
+                    second[x] = s
+        base = y % ring_rows + ry  # the output row's row-blurred row; its neighbours around it
+        draws, row = noise[oy + y, ox:ox + w], out[y]
         for x in range(w):
-            signal = column[x]
+            signal = ring[base, x] * ky[ry]
+            for j in range(1, ry + 1):
+                signal = _fma(ring[base - j, x] + ring[base + j, x], ky[ry + j], signal)
             sigma = np.sqrt(_fma(signal, gain, read2))
             value = np.rint(signal + draws[x] * sigma * sign)
             row[x] = np.uint8(min(max(value, np.float32(0.0)), np.float32(255.0)))
@@ -152,79 +192,3 @@ def _expose(albedo, light, noise, ox, oy, kx, ky, gain, read2, sign, lut, use_lu
             for x in range(w):
                 row[x] = lut[row[x]]
     return out
-
-
-@numba.njit(cache=True, inline="always")
-def _row_chain(padded, dst, kx, w):
-    """``dst[x] = sum_i kx[i] padded[x + i]``: ``padded[x] kx[0]``, then ``fma`` tap after tap,
-    three taps a loop."""
-    n = len(kx)
-    p0, p1, p2 = padded[0:w], padded[1:1 + w], padded[2:2 + w]
-    k0, k1, k2 = kx[0], kx[1], kx[2]
-    for x in range(w):
-        dst[x] = _fma(p2[x], k2, _fma(p1[x], k1, p0[x] * k0))
-    i = 3
-    while i < n:
-        if n - i >= 3:
-            p0, p1, p2 = padded[i:i + w], padded[i + 1:i + 1 + w], padded[i + 2:i + 2 + w]
-            k0, k1, k2 = kx[i], kx[i + 1], kx[i + 2]
-            for x in range(w):
-                dst[x] = _fma(p2[x], k2, _fma(p1[x], k1, _fma(p0[x], k0, dst[x])))
-            i += 3
-        else:
-            p0, k0 = padded[i:i + w], kx[i]
-            for x in range(w):
-                dst[x] = _fma(p0[x], k0, dst[x])
-            i += 1
-
-
-@numba.njit(cache=True, inline="always")
-def _row_small(padded, dst, kx, rx, w):
-    """OpenCV's order for a symmetric row kernel of 3 or 5 taps (``rx`` 1 or 2): ``(x-1 + x1) k1``,
-    ``fma(x0, k0, .)``, then ``fma(x-2 + x2, k2, .)``."""
-    before, center, after = padded[rx - 1:rx - 1 + w], padded[rx:rx + w], padded[rx + 1:rx + 1 + w]
-    k0, k1 = kx[rx], kx[rx + 1]
-    if rx == 1:
-        for x in range(w):
-            dst[x] = _fma(center[x], k0, (before[x] + after[x]) * k1)
-    else:
-        far_before, far_after, k2 = padded[0:w], padded[4:4 + w], kx[4]
-        for x in range(w):
-            dst[x] = _fma(far_before[x] + far_after[x], k2, _fma(center[x], k0, (before[x] + after[x]) * k1))
-
-
-@numba.njit(cache=True, inline="always")
-def _column(ring, column, ky, y, h):
-    """Row ``y``'s blur along the columns from the row-blurred rows in ``ring`` (row ``y`` in slot
-    ``y % len(ring)``, those beyond the image's edges reflected): ``k0 x0``, then ``fma(x-j + xj,
-    kj, .)`` for j = 1, 2...; two pairs of rows a loop."""
-    ring_rows, w = ring.shape
-    ry = len(ky) // 2
-    center, k0 = ring[y % ring_rows], ky[ry]
-    if ry == 0:
-        for x in range(w):
-            column[x] = center[x] * k0
-        return
-    a1, b1 = ring[_reflect101(y - 1, h) % ring_rows], ring[_reflect101(y + 1, h) % ring_rows]
-    k1 = ky[ry + 1]
-    if ry == 1:
-        for x in range(w):
-            column[x] = _fma(a1[x] + b1[x], k1, center[x] * k0)
-        return
-    a2, b2 = ring[_reflect101(y - 2, h) % ring_rows], ring[_reflect101(y + 2, h) % ring_rows]
-    k2 = ky[ry + 2]
-    for x in range(w):
-        column[x] = _fma(a2[x] + b2[x], k2, _fma(a1[x] + b1[x], k1, center[x] * k0))
-    j = 3
-    while j <= ry:
-        a1, b1, k1 = ring[_reflect101(y - j, h) % ring_rows], ring[_reflect101(y + j, h) % ring_rows], ky[ry + j]
-        if j + 1 <= ry:
-            a2, b2 = ring[_reflect101(y - j - 1, h) % ring_rows], ring[_reflect101(y + j + 1, h) % ring_rows]
-            k2 = ky[ry + j + 1]
-            for x in range(w):
-                column[x] = _fma(a2[x] + b2[x], k2, _fma(a1[x] + b1[x], k1, column[x]))
-            j += 2
-        else:
-            for x in range(w):
-                column[x] = _fma(a1[x] + b1[x], k1, column[x])
-            j += 1
