@@ -130,7 +130,7 @@ def _reflect101(p: int, n: int) -> int:
     return p
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # a camera rendering in a thread leaves the loop's thread running
 def _expose(albedo, light, noise, ox, oy, kx, ky, gain, read2, sign, lut, use_lut, out):
     """:func:`expose`'s loops (see the module docstring for the order of the arithmetic). ``kx``,
     ``ky``: tuples of taps, so that their lengths are constants and each pixel's sums unroll.
