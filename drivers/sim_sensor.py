@@ -3,7 +3,9 @@
 :class:`SensorModel` is the photometric model (exposure, illumination gradient, vignetting,
 optical blur, read and shot noise, gamma); :class:`ImageSensor` applies it frame after frame,
 with what it keeps between frames (the light field per model and lens, a table of noise draws
-made once from the camera's seed, a float work image). :func:`line_kernel` is the image of a
+made once from the camera's seed, a float work image); the exposure itself is one compiled
+pass (:mod:`orbitree.drivers.sim_expose`), OpenCV's passes kept beside it (``expose_opencv``,
+the same pixels) for what the kernel does not take. :func:`line_kernel` is the image of a
 uniform motion over the exposure (the camera's motion blur). The geometry of what is seen is
 :mod:`orbitree.drivers.sim_render`'s; :mod:`orbitree.drivers.sim_camera` puts the two together.
 """
