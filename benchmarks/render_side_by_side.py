@@ -3,7 +3,7 @@
 Records the camera poses and scene poses of every frame the flagship mission (missions/sirom_dock.yaml
 from the SIROM paper's example misalignment, seed 0) renders, then renders each frame with the
 renderer of ``--base`` (its drivers/sim_render.py, sim_scene.py and sim_camera.py, and the modules
-split out of sim_render.py where that revision has them, read with
+split out of them, the sensor's included, where that revision has them, read with
 ``git show``) and with this checkout's, alternating which goes first, in one process pinned to one
 core. Prints the median CPU time per frame of each (process CPU time: the shared machine's other
 work does not count), their ratio, and how many pixels of the two images differ (the faces'
@@ -39,8 +39,10 @@ from orbitree.runtime.executive import Executive
 ROOT = Path(__file__).resolve().parents[1]
 MISSION = ROOT / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
-MODULES = ("sim_coverage", "sim_patches", "sim_rays", "sim_render", "sim_scene", "sim_camera")  # in import order
-SPLIT_OUT = ("sim_coverage", "sim_patches", "sim_rays")  # split out of sim_render.py: absent at older revisions
+MODULES = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_render", "sim_scene",
+           "sim_camera")  # in import order
+# split out of sim_render.py or sim_camera.py, or new: absent at older revisions
+SPLIT_OUT = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays")
 BASE = "1ae4f6f"  # main before issue 15's rendering work
 
 

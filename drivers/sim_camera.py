@@ -92,6 +92,8 @@ from orbitree.drivers.interfaces import CameraIntrinsics, Frame
 from orbitree.drivers.lazy_frame import LazyFrame
 from orbitree.drivers.render_process import RenderProcess
 from orbitree.drivers.sim_coverage import warm_up as warm_coverage
+from orbitree.drivers.sim_expose import blur_taps
+from orbitree.drivers.sim_expose import warm_up as warm_expose
 from orbitree.drivers.sim_region import Window, render_region
 from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
 from orbitree.drivers.sim_scene import (
@@ -213,13 +215,15 @@ class SimCamera:
 
     # -- Camera protocol -------------------------------------------------------------------
     def setup(self) -> None:
-        """Precompute the per-pixel rays and load the faces' compiled coverage kernel (the costly
-        preparations); when rendering in a process of its own, start it (it builds its own rays)."""
+        """Precompute the per-pixel rays and load the faces' compiled coverage kernel and the
+        sensor's compiled exposure (the costly preparations); when rendering in a process of its
+        own, start it (it builds its own rays)."""
         if isinstance(self._renderer, RenderProcess):
             self._renderer.start()
         else:
             self._ray_table()
             warm_coverage()
+            warm_expose((len(blur_taps(self.sensor.blur_sigma_px, 2)),))  # its sensor's blur kernel
 
     def shutdown(self) -> None:
         """Stop the rendering thread or process, if any; safe to call any number of times

@@ -25,7 +25,9 @@ How each step of the frame (:meth:`SimCamera._render`) is made region-exact:
   from the whole image's by 1 ulp (3e-5 DN) on 30-60 % of random boxes, which moves an 8-bit
   pixel now and then. Every box the sensor and the motion blur see starts and ends on columns
   that are multiples of ``ALIGN_PX`` (or the image's edge), so each pixel falls in the same SIMD
-  lane as in the whole image: exact (16 suffice on this AVX-512 machine; 32 for a margin). That
+  lane as in the whole image: exact (16 suffice on this AVX-512 machine; 32 for a margin). The
+  sensor's compiled exposure (:mod:`orbitree.drivers.sim_expose`) computes each pixel alike from
+  any column; the alignment is for the motion blur and the sensor's OpenCV path. That
   needs an image width that is a multiple of ``ALIGN_PX`` (640, 1280, 1920...): OpenCV runs an
   element-wise operation over a contiguous image as one long row, whose lanes straddle the rows
   of any other width (whole rows from a lane's start still left ``addWeighted`` differing on the

@@ -3,7 +3,9 @@
 :class:`SensorModel` is the photometric model (exposure, illumination gradient, vignetting,
 optical blur, read and shot noise, gamma); :class:`ImageSensor` applies it frame after frame,
 with what it keeps between frames (the light field per model and lens, a table of noise draws
-made once from the camera's seed, a float work image). :func:`line_kernel` is the image of a
+made once from the camera's seed, a float work image); the exposure itself is one compiled
+pass (:mod:`orbitree.drivers.sim_expose`), OpenCV's passes kept beside it (``expose_opencv``,
+the same pixels) for what the kernel does not take. :func:`line_kernel` is the image of a
 uniform motion over the exposure (the camera's motion blur). The geometry of what is seen is
 :mod:`orbitree.drivers.sim_render`'s; :mod:`orbitree.drivers.sim_camera` puts the two together.
 """
@@ -16,6 +18,7 @@ import cv2
 import numpy as np
 
 from orbitree.drivers.interfaces import CameraIntrinsics
+from orbitree.drivers.sim_expose import expose as expose_compiled
 
 __all__ = ["NOISE_OFFSETS", "ImageSensor", "SensorModel", "line_kernel"]
 
@@ -72,16 +75,37 @@ class ImageSensor:
         self.seed, self._noise_table = seed, None
         self.rng.bit_generator.state = rng_state
 
+    compiled = True  # expose through the compiled kernel (sim_expose) where it applies; False: OpenCV's passes
+
     def expose(self, albedo: np.ndarray, model: SensorModel, lens: CameraIntrinsics,
                origin: tuple[int, int] | None = None,
                draw: tuple[np.ndarray, float] | None = None) -> np.ndarray:
         """The 8-bit grey image (H, W) the sensor reads out of ``albedo`` (H, W) float32 (spent:
-        used as work space): light, optical blur, read and shot noise, quantisation, gamma.
+        may be used as work space): light, optical blur, read and shot noise, quantisation, gamma.
         ``origin`` (x0, y0): ``albedo`` is only the lens's image's pixels from there (the image's
         light and noise; ``sim_region``); ``draw``: the frame's noise draw, already made
-        (``standard_normal`` of the whole image), else made here."""
+        (``standard_normal`` of the whole image), else made here.
+
+        A C-contiguous float32 albedo goes through :func:`orbitree.drivers.sim_expose.expose` (one
+        compiled pass, OpenCV's arithmetic); anything else (another dtype or layout, ``compiled``
+        False) through OpenCV's passes (:meth:`expose_opencv`)."""
         s = model
-        light, full = self._light_field(model, lens), (lens.height, lens.width)
+        light = self._light_field(model, lens)
+        noise, sign = draw or self.standard_normal(albedo.shape if origin is None else (lens.height, lens.width))
+        if (self.compiled and albedo.dtype == np.float32 and albedo.ndim == 2 and albedo.flags.c_contiguous
+                and noise.shape == light.shape):
+            lut = _gamma_table(s.gamma) if s.gamma != 1.0 else None
+            return expose_compiled(albedo, light, noise, origin or (0, 0), s.blur_sigma_px, s.shot_noise_gain,
+                                   s.read_noise_dn, sign, lut)
+        return self.expose_opencv(albedo, model, lens, origin, (noise, sign))
+
+    def expose_opencv(self, albedo: np.ndarray, model: SensorModel, lens: CameraIntrinsics,
+                      origin: tuple[int, int] | None, draw: tuple[np.ndarray, float]) -> np.ndarray:
+        """:meth:`expose` through OpenCV's passes (``albedo`` spent: used as work space), the frame's
+        noise ``draw`` given: multiply, GaussianBlur, addWeighted, sqrt, multiply, add to 8 bits,
+        LUT."""
+        s = model
+        light = self._light_field(model, lens)
         if origin is None:
             signal = self._buffer(albedo.shape)
         else:
@@ -95,14 +119,13 @@ class ImageSensor:
         # of non-negative planes)
         sigma = cv2.addWeighted(signal, s.shot_noise_gain, signal, 0.0, s.read_noise_dn**2, dst=albedo)
         cv2.sqrt(sigma, dst=sigma)
-        noise, sign = draw or self.standard_normal(albedo.shape if origin is None else full)
+        noise, sign = draw
         if origin is not None:
             noise = noise[box]
         cv2.multiply(noise, sigma, dst=sigma, scale=sign)
         image = cv2.add(signal, sigma, dtype=cv2.CV_8U)  # rounds, saturates
         if s.gamma != 1.0:
-            lut = 255.0 * (np.arange(256) / 255.0) ** (1.0 / s.gamma)
-            image = cv2.LUT(image, np.clip(np.rint(lut), 0, 255).astype(np.uint8))
+            image = cv2.LUT(image, _gamma_table(s.gamma))
         return image
 
     def _buffer(self, shape: tuple[int, int]) -> np.ndarray:
@@ -146,6 +169,12 @@ class ImageSensor:
         field_ = (255.0 * s.exposure * light).astype(np.float32)
         self._light = (s, intr, field_)
         return field_
+
+
+def _gamma_table(gamma: float) -> np.ndarray:
+    """The 8-bit gamma table: ``255 * (v / 255) ** (1 / gamma)``, rounded, for v in 0..255."""
+    lut = 255.0 * (np.arange(256) / 255.0) ** (1.0 / gamma)
+    return np.clip(np.rint(lut), 0, 255).astype(np.uint8)
 
 
 def line_kernel(shift: np.ndarray) -> np.ndarray:
