@@ -17,7 +17,8 @@ $(BIN)/python:
 # the contact model's and the sim camera's kernels are compiled by numba once per install
 # (~13 s), here rather than in the first run or test that builds a contact model or a camera
 WARM = $(BIN)/python -c "from orbitree.skills.contact import sirom_contact_model; sirom_contact_model(); \
-	from orbitree.drivers.sim_coverage import warm_up; warm_up()"
+	from orbitree.drivers.sim_coverage import warm_up; warm_up(); \
+	from orbitree.drivers.sim_texkernel import warm_up; warm_up()"
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	@echo "installing orbitree into $(VENV) (log: $(VENV)/pip.log)"

@@ -182,8 +182,10 @@ def pytest_configure(config: pytest.Config) -> None:
     an install)."""
     if not hasattr(config, "workerinput"):
         from orbitree.drivers.sim_coverage import warm_up
+        from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
         from orbitree.skills.contact import sirom_contact_model
 
         sirom_contact_model()
         warm_up()
+        warm_texkernel()
 
