@@ -245,11 +245,10 @@ def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, pl
         rays = table.half_rays(*box)[(y0 - by0) // 2:(y1 - by0 + 1) // 2, (x0 - bx0) // 2:(x1 - bx0 + 1) // 2]
         half = (rays.shape[1], rays.shape[0])
     no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
-    if no_horizon and k > 1 and _compiled(roi, patch.planes[level], texture):
+    if no_horizon and k > 1 and _compiled(roi, texture):
         # compiled: the pixels whose samples all read one texel value take it, the others are
         # sampled k x k (sim_texkernel), each pixel from its neighbours in the whole box
-        albedo, alpha = (texture, None) if patch.planes[level] is None else patch.planes[level]
-        draw_box(roi, texture, albedo, alpha, table.rays, ray2tex, k, box, sub)
+        draw_box(roi, texture, table.rays, ray2tex, k, box, sub)
         return
     if no_horizon and k > 1:
         # texture coordinates of the pixel centres, interpolated to the k x k samples: the
@@ -286,13 +285,10 @@ def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, pl
     roi += _sample(planes[0], coords, k, (w, h), half, 0.0)
 
 
-def _compiled(roi: np.ndarray, planes: tuple[np.ndarray, np.ndarray] | None, texture: np.ndarray) -> bool:
-    """The types the compiled sampling takes (float32, one-channel contiguous texture planes)."""
-    if roi.dtype != np.float32:
-        return False
-    if planes is None:
-        return texture.dtype == np.float32 and texture.ndim == 2 and texture.flags.c_contiguous
-    return all(p.dtype == np.float32 and p.flags.c_contiguous for p in planes)
+def _compiled(roi: np.ndarray, texture: np.ndarray) -> bool:
+    """The types the compiled sampling takes: float32 canvas and texture (opaque or premultiplied)."""
+    return roi.dtype == np.float32 and texture.dtype == np.float32 and (
+        texture.ndim == 2 or (texture.ndim == 3 and texture.shape[2] == 2))
 
 
 def _sample(plane: np.ndarray, coords: np.ndarray, k: int, size: tuple[int, int],

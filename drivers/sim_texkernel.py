@@ -35,71 +35,75 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["draw_box", "uniform_tables", "warm_up"]
+__all__ = ["PAD", "draw_box", "prepared", "uniform_tables", "warm_up"]
 
-_TABLES: dict[int, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}  # id(level) -> (level, tables)
-_ALPHA_ONE_OF: dict[int, tuple[np.ndarray, bool]] = {}  # id(level) -> (level, alpha all 1)
-_TABLES_MAX = 1024
+_PREPARED: dict[int, tuple] = {}  # id(texture level) -> (that level, its _Prepared)
+_PREPARED_MAX = 256
 _MARGIN = 1e-3  # texel: room for the rounding of the samples' coordinates in the uniform test
+PAD = 2  # texels of border around the padded planes: a bilinear read clamped to it reads the border
+_OPAQUE, _PREMULTIPLIED, _ALPHA_ONE = 0, 1, 2  # texture kinds
+_WHOLE, _SAMPLED = 1, 2  # pixel paths (draw_box's classes)
+_NO_CLASSES = np.zeros((0, 0), np.int8)
 
 
 def uniform_tables(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two (h + 1, w + 1) int32 summed-area tables over ``level`` ((h, w) opaque albedo or (h, w, 2)
     premultiplied): of the texels differing (any channel) from their right neighbour, and from
     the one below. A block of texels is uniform when neither counts a difference inside it (four
-    reads each). Made once per texture array (the markers' pyramids are shared, read-only:
-    :mod:`orbitree.drivers.sim_patches`)."""
-    entry = _TABLES.get(id(level))
-    if entry is not None and entry[0] is level:
-        return entry[1]
-    if len(_TABLES) >= _TABLES_MAX:
-        _TABLES.clear()
+    reads each)."""
     planes = level[..., None] if level.ndim == 2 else level
     h, w = planes.shape[:2]
     across = np.zeros((h + 1, w + 1), np.int32)
     down = np.zeros((h + 1, w + 1), np.int32)
     across[1:, 1:w] = np.any(planes[:, 1:] != planes[:, :-1], axis=2)
     down[1:h, 1:] = np.any(planes[1:] != planes[:-1], axis=2)
-    tables = (across.cumsum(0).cumsum(1).astype(np.int32), down.cumsum(0).cumsum(1).astype(np.int32))
-    _TABLES[id(level)] = (level, tables)
-    return tables
+    return across.cumsum(0).cumsum(1).astype(np.int32), down.cumsum(0).cumsum(1).astype(np.int32)
 
 
-def draw_box(roi: np.ndarray, level: np.ndarray, albedo: np.ndarray, alpha: np.ndarray | None,
-             rays: np.ndarray, ray2tex: np.ndarray, k: int, box: tuple[int, int, int, int],
-             sub: tuple[int, int, int, int], classes: np.ndarray | None = None) -> None:
-    """Composite a textured patch over ``roi`` (the pixels ``sub`` (x0, y0, x1, y1) of its pixel
-    ``box``, float32) in place: ``alpha`` None: an opaque ``albedo`` (th, tw) float32 replaces
-    the pixels whose samples all read the texture (the others are left as they are); else the
-    premultiplied planes ``albedo``, ``alpha`` composite ``roi * (1 - A) + P``. ``level`` is the
-    texture array the planes come from (its :func:`uniform_tables` are cached by it), ``rays``
-    the ray table (H, W, 2) float32, ``ray2tex`` (3, 3) rays to texture coordinates (pixel
-    centres on integers), ``k`` the samples per pixel side. ``classes``: an int8 array of the
-    roi's shape, given each pixel's path (0: no read on the texture, left as it is; 1: one
-    texel's value; 2: sampled k x k), for the tests."""
+def prepared(level: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the kernel reads of a texture level ((h, w) opaque albedo or (h, w, 2) premultiplied):
+    its kind (opaque, premultiplied, premultiplied and opaque all over: the markers), its
+    :func:`uniform_tables` and its planes (albedo, alpha; an opaque texture's twice) padded by
+    ``PAD`` texels of remap's constant border (NaN opaque, 0 premultiplied), so that a bilinear
+    read near or off the edge needs no test. Made once per texture array (the markers' pyramids
+    are shared, read-only: :mod:`orbitree.drivers.sim_patches`), level by level as drawn."""
+    entry = _PREPARED.get(id(level))
+    if entry is not None and entry[0] is level:
+        return entry[1]
+    if len(_PREPARED) >= _PREPARED_MAX:
+        _PREPARED.clear()
     across, down = uniform_tables(level)
-    mode = _OPAQUE if alpha is None else _PREMULTIPLIED
-    if alpha is not None and level.ndim == 3 and _alpha_one(level):
-        mode = _ALPHA_ONE
-    _draw(roi, albedo, albedo if alpha is None else alpha, mode, across, down, rays,
-          np.ascontiguousarray(ray2tex, np.float64), k, *(int(v) for v in box), *(int(v) for v in sub),
-          _NO_CLASSES if classes is None else classes)
+    if level.ndim == 2:
+        kind = _OPAQUE
+        albedo = alpha = _padded(level, np.nan)
+    else:
+        kind = _ALPHA_ONE if bool(np.all(level[..., 1] == 1.0)) else _PREMULTIPLIED
+        albedo, alpha = _padded(level[..., 0], 0.0), _padded(level[..., 1], 0.0)
+    value = (kind, across, down, albedo, alpha)
+    _PREPARED[id(level)] = (level, value)
+    return value
 
 
-def _alpha_one(level: np.ndarray) -> bool:
-    """Whether a premultiplied texture is opaque all over (the markers: their coverage is then
-    the texture's own outline), cached by the array."""
-    entry = _ALPHA_ONE_OF.get(id(level))
-    if entry is None or entry[0] is not level:
-        if len(_ALPHA_ONE_OF) >= _TABLES_MAX:
-            _ALPHA_ONE_OF.clear()
-        entry = _ALPHA_ONE_OF[id(level)] = (level, bool(np.all(level[..., 1] == 1.0)))
-    return entry[1]
+def _padded(plane: np.ndarray, border: float) -> np.ndarray:
+    out = np.full((plane.shape[0] + 2 * PAD, plane.shape[1] + 2 * PAD), border, np.float32)
+    out[PAD:-PAD, PAD:-PAD] = plane
+    return out
 
 
-_OPAQUE, _PREMULTIPLIED, _ALPHA_ONE = 0, 1, 2  # texture kinds
-_WHOLE, _SAMPLED = 1, 2  # pixel paths (draw_box's classes)
-_NO_CLASSES = np.zeros((0, 0), np.int8)
+def draw_box(roi: np.ndarray, level: np.ndarray, rays: np.ndarray, ray2tex: np.ndarray, k: int,
+             box: tuple[int, int, int, int], sub: tuple[int, int, int, int],
+             classes: np.ndarray | None = None) -> None:
+    """Composite a textured patch over ``roi`` (the pixels ``sub`` (x0, y0, x1, y1) of its pixel
+    ``box``, float32) in place, from its texture ``level``: (h, w) an opaque albedo, which
+    replaces the pixels whose samples all read the texture (the others are left as they are);
+    (h, w, 2) premultiplied (albedo * alpha, alpha), composited ``roi * (1 - A) + P``. ``rays``:
+    the ray table (H, W, 2) float32, ``ray2tex`` (3, 3) rays to the level's texture coordinates
+    (texel centres on integers), ``k`` the samples per pixel side. ``classes``: an int8 array of
+    the roi's shape, given each pixel's path (0: no read on the texture, left as it is; 1: one
+    texel's value; 2: sampled k x k), for the tests."""
+    kind, across, down, albedo, alpha = prepared(level)
+    _draw(roi, albedo, alpha, kind, across, down, rays, np.ascontiguousarray(ray2tex, np.float64), k,
+          *(int(v) for v in box), *(int(v) for v in sub), _NO_CLASSES if classes is None else classes)
 
 
 @numba.njit(cache=True, inline="always")
@@ -107,21 +111,6 @@ def _uniform(across: Any, down: Any, r0: int, c0: int, r1: int, c1: int) -> bool
     """Texels [r0, r1] x [c0, c1] (inclusive, on the texture) all equal."""
     return (across[r1 + 1, c1] - across[r0, c1] - across[r1 + 1, c0] + across[r0, c0] == 0
             and down[r1, c1 + 1] - down[r0, c1 + 1] - down[r1, c0] + down[r0, c0] == 0)
-
-
-@numba.njit(cache=True, inline="always")
-def _texel(plane: Any, i: int, j: int, th: int, tw: int) -> float:
-    """A texel, 0 off the texture (remap's constant border for a premultiplied plane)."""
-    return plane[i, j] if 0 <= i < th and 0 <= j < tw else 0.0
-
-
-@numba.njit(cache=True, inline="always")
-def _bilinear_border(plane: Any, u: float, v: float, j0: int, i0: int, th: int, tw: int) -> float:
-    a, b = u - j0, v - i0
-    p00, p01 = _texel(plane, i0, j0, th, tw), _texel(plane, i0, j0 + 1, th, tw)
-    p10, p11 = _texel(plane, i0 + 1, j0, th, tw), _texel(plane, i0 + 1, j0 + 1, th, tw)
-    top = p00 + (p01 - p00) * a
-    return top + (p10 + (p11 - p10) * a - top) * b
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -182,7 +171,7 @@ def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, 
         w_prev[s], w_next[s] = max(-offset, 0.0), max(offset, 0.0)
         w_own[s] = 1.0 - abs(offset)
     f = w_next[k - 1]  # the farthest sample's weight on a neighbour
-    th, tw = albedo.shape
+    th, tw = albedo.shape[0] - 2 * PAD, albedo.shape[1] - 2 * PAD
     inv_n = 1.0 / (k * k)
     w = x1 - x0
     c0s, c1s = np.empty(w, np.int64), np.empty(w, np.int64)
@@ -203,9 +192,10 @@ def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, 
             on_texture = c0 >= 0 and c1 < tw and r0 >= 0 and r1 < th
             if on_texture and _uniform(across, down, r0, c0, r1, c1):
                 if mode == _OPAQUE:
-                    roi[r - 1, x - 1] = albedo[r0, c0]
+                    roi[r - 1, x - 1] = albedo[r0 + PAD, c0 + PAD]
                 else:
-                    roi[r - 1, x - 1] = roi[r - 1, x - 1] * (np.float32(1.0) - alpha[r0, c0]) + albedo[r0, c0]
+                    roi[r - 1, x - 1] = (roi[r - 1, x - 1] * (np.float32(1.0) - alpha[r0 + PAD, c0 + PAD])
+                                         + albedo[r0 + PAD, c0 + PAD])
                 if record:
                     classes[r - 1, x - 1] = _WHOLE
                 continue
@@ -228,41 +218,28 @@ def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, 
                     else:
                         su[sy * k + sx] = np.float32(uo + w_next[sx] * (un - uo))
                         sv[sy * k + sx] = np.float32(vo + w_next[sx] * (vn - vo))
+            # bilinear reads of the padded planes, clamped to their border (past it: all border)
             total_p = 0.0
             total_a = 0.0
-            if on_texture:  # every bilinear read on the texture: no border
-                for s in range(k * k):
-                    j0, i0 = math.floor(su[s]), math.floor(sv[s])
-                    a, b = su[s] - j0, sv[s] - i0
-                    p00, p01 = albedo[i0, j0], albedo[i0, j0 + 1]
-                    p10, p11 = albedo[i0 + 1, j0], albedo[i0 + 1, j0 + 1]
+            with_alpha = mode == _PREMULTIPLIED or (mode == _ALPHA_ONE and not on_texture)
+            for s in range(k * k):
+                fj, fi = math.floor(su[s]), math.floor(sv[s])
+                a, b = su[s] - fj, sv[s] - fi
+                j0 = min(max(fj, -PAD), tw + PAD - 2) + PAD
+                i0 = min(max(fi, -PAD), th + PAD - 2) + PAD
+                p00, p01 = albedo[i0, j0], albedo[i0, j0 + 1]
+                p10, p11 = albedo[i0 + 1, j0], albedo[i0 + 1, j0 + 1]
+                top = p00 + (p01 - p00) * a
+                total_p += top + (p10 + (p11 - p10) * a - top) * b
+                if with_alpha:
+                    p00, p01 = alpha[i0, j0], alpha[i0, j0 + 1]
+                    p10, p11 = alpha[i0 + 1, j0], alpha[i0 + 1, j0 + 1]
                     top = p00 + (p01 - p00) * a
-                    total_p += top + (p10 + (p11 - p10) * a - top) * b
-                    if mode == _PREMULTIPLIED:
-                        p00, p01 = alpha[i0, j0], alpha[i0, j0 + 1]
-                        p10, p11 = alpha[i0 + 1, j0], alpha[i0 + 1, j0 + 1]
-                        top = p00 + (p01 - p00) * a
-                        total_a += top + (p10 + (p11 - p10) * a - top) * b
-                if mode != _PREMULTIPLIED:
-                    total_a = k * k
-            else:
-                off = False
-                for s in range(k * k):
-                    j0, i0 = math.floor(su[s]), math.floor(sv[s])
-                    if j0 >= 0 and j0 + 1 < tw and i0 >= 0 and i0 + 1 < th:
-                        total_p += _bilinear_border(albedo, su[s], sv[s], j0, i0, th, tw)
-                        if mode == _ALPHA_ONE:
-                            total_a += 1.0
-                        else:
-                            total_a += _bilinear_border(alpha, su[s], sv[s], j0, i0, th, tw)
-                    elif mode == _OPAQUE:  # a neighbour off the texture reads NaN: the pixel left as it is
-                        off = True
-                        break
-                    else:
-                        total_p += _bilinear_border(albedo, su[s], sv[s], j0, i0, th, tw)
-                        total_a += _bilinear_border(alpha, su[s], sv[s], j0, i0, th, tw)
-                if off:
-                    continue
+                    total_a += top + (p10 + (p11 - p10) * a - top) * b
+            if not with_alpha:
+                total_a = k * k
+            if mode == _OPAQUE and np.isnan(total_p):
+                continue  # a read off the texture (NaN): the pixel left as it is
             if mode == _OPAQUE:
                 roi[r - 1, x - 1] = np.float32(total_p * inv_n)
             else:
@@ -274,13 +251,10 @@ def warm_up() -> None:
     """Compile :func:`_draw` (about 4 s, once per install: numba caches the machine code next to
     this file) or load it (a fresh process), for a box of the canvas (a strided view) and a
     buffer of its own (a region render's), so that neither lands in a frame; the sim camera's
-    ``setup`` calls it. (Opaque and premultiplied textures share one compiled function.)"""
+    ``setup`` calls it. (Every kind of texture is read through the same padded float32 planes.)"""
     texture = np.zeros((8, 8), np.float32)
     texture[2:6, 2:6] = 1.0
-    level = np.dstack([texture, np.ones_like(texture)])
-    albedo, alpha = np.ascontiguousarray(level[..., 0]), np.ascontiguousarray(level[..., 1])
     rays = np.dstack(np.meshgrid(np.arange(6, dtype=np.float32), np.arange(6, dtype=np.float32)))
     rays.flags.writeable = False  # as the ray tables (read-only, shared)
     for canvas in (np.zeros((6, 6), np.float32), np.zeros((6, 8), np.float32)[:, 1:7]):
-        draw_box(canvas, texture, texture, None, rays, np.eye(3), 4, (0, 0, 6, 6), (0, 0, 6, 6))
-        draw_box(canvas, level, albedo, alpha, rays, np.eye(3), 4, (0, 0, 6, 6), (0, 0, 6, 6))
+        draw_box(canvas, texture, rays, np.eye(3), 4, (0, 0, 6, 6), (0, 0, 6, 6))

@@ -57,9 +57,9 @@ def _both(canvas: np.ndarray, patch: sim_render.Patch, body2cam: np.ndarray, mon
     levels: list[int] = []
     draw_box = sim_texkernel.draw_box
 
-    def recorded(roi, level, albedo, alpha, rays, ray2tex, k, box, sub):
+    def recorded(roi, level, rays, ray2tex, k, box, sub):
         mine = np.zeros(roi.shape, np.int8)
-        draw_box(roi, level, albedo, alpha, rays, ray2tex, k, box, sub, mine)
+        draw_box(roi, level, rays, ray2tex, k, box, sub, mine)
         classes[sub[1]:sub[3], sub[0]:sub[2]] = mine
         levels.append(next(i for i, lv in enumerate(patch.levels) if lv is level))
 
@@ -142,7 +142,6 @@ def test_a_pixel_is_drawn_the_same_whatever_part_of_its_box_is_drawn():
     patch = _marker(3)
     level = 3
     texture = patch.levels[level]
-    albedo, alpha = patch.planes[level]
     plane2cam = _random_pose(rng, 0.08, 50.0, 0.0)
     plane2cam = np.column_stack([plane2cam[:3, :3] @ patch.plane2body[:, :2], plane2cam[:3, :3]
                                  @ patch.plane2body[:, 2] + plane2cam[:3, 3]])
@@ -156,7 +155,7 @@ def test_a_pixel_is_drawn_the_same_whatever_part_of_its_box_is_drawn():
     box = (int(x0), int(y0), int(x1), int(y1))
     canvas = rng.random((INTR.height, INTR.width)).astype(np.float32)
     whole = canvas.copy()
-    sim_texkernel.draw_box(whole[y0:y1, x0:x1], texture, albedo, alpha, TABLE.rays, ray2tex, 4, box, box)
+    sim_texkernel.draw_box(whole[y0:y1, x0:x1], texture, TABLE.rays, ray2tex, 4, box, box)
     assert np.count_nonzero(whole != canvas) > 1000
     for _ in range(30):
         sx0, sx1 = np.sort(rng.integers(x0, x1 + 1, 2))
@@ -164,8 +163,8 @@ def test_a_pixel_is_drawn_the_same_whatever_part_of_its_box_is_drawn():
         if sx0 == sx1 or sy0 == sy1:
             continue
         buffer = canvas[sy0:sy1, sx0:sx1].copy()  # a region render's own buffer
-        sim_texkernel.draw_box(buffer, texture, albedo, alpha, TABLE.rays, ray2tex, 4, box,
-                               (int(sx0), int(sy0), int(sx1), int(sy1)))
+        sub = (int(sx0), int(sy0), int(sx1), int(sy1))
+        sim_texkernel.draw_box(buffer, texture, TABLE.rays, ray2tex, 4, box, sub)
         assert np.array_equal(buffer, whole[sy0:sy1, sx0:sx1])
 
 
