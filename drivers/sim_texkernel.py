@@ -157,7 +157,7 @@ def _extent(c: Any, r: int, x: int, f: float) -> tuple[float, float]:
     return lo, hi
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", nogil=True)  # a camera rendering in a thread
 def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, rays: Any, h: Any, k: int,
           bx0: int, by0: int, bx1: int, by1: int, x0: int, y0: int, x1: int, y1: int, classes: Any) -> None:
     """:func:`draw_box`'s loops; ``classes`` (the roi's shape, or empty: not recorded) gets each

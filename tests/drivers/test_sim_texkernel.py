@@ -11,7 +11,14 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.drivers import sim_render, sim_texkernel
 from orbitree.drivers.sim_camera import default_intrinsics
-from orbitree.drivers.sim_render import RayTable, marker_patch, marker_texture_levels, rect_patch, render_patches
+from orbitree.drivers.sim_render import (
+    RayTable,
+    marker_patch,
+    marker_texture_levels,
+    premultiplied,
+    rect_patch,
+    render_patches,
+)
 
 INTR = default_intrinsics(640, 480, 450.0)
 TABLE = RayTable(INTR.camera_matrix, INTR.dist_coeffs, INTR.width, INTR.height)
@@ -121,13 +128,19 @@ def test_marker_pixels_match_the_opencv_path_interior_exactly_edges_to_float_rou
     assert len(stats["levels"]) >= 4  # from coarse (far) to fine (near) texture levels
 
 
-def test_opaque_texture_pixels_match_the_opencv_path_and_off_texture_samples_leave_the_pixel(monkeypatch):
-    """An opaque albedo texture (a ChArUco board's kind: blocks of 8 texels, k = 3) over random
-    views: the same bounds; a pixel any of whose samples reads off the texture (remap's NaN) is
-    left as it was, in both."""
+@pytest.mark.parametrize("kind", ["opaque", "premultiplied"])
+def test_other_textures_match_the_opencv_path_and_off_texture_reads_act_as_remaps_border(kind, monkeypatch):
+    """An opaque albedo texture (a ChArUco board's kind: blocks of 8 texels, k = 3), and a
+    premultiplied one whose coverage varies (blocks of alpha 0, 0.5, 1; k = 4), over random views:
+    the same bounds; an opaque pixel any of whose samples reads off the texture (remap's NaN) is
+    left as it was, a premultiplied one composited with the border's 0, in both."""
     rng = np.random.default_rng(5)
-    texture = np.kron(rng.integers(0, 2, (12, 12)), np.ones((8, 8))).astype(np.float32) * 0.8 + 0.05
-    patch = rect_patch(texture, 0.03, 0.03, np.eye(4), 3)
+    albedo = np.kron(rng.integers(0, 2, (12, 12)), np.ones((8, 8))).astype(np.float32) * 0.8 + 0.05
+    if kind == "opaque":
+        patch = rect_patch(albedo, 0.03, 0.03, np.eye(4), 3)
+    else:
+        alpha = np.kron(rng.integers(0, 3, (8, 8)), np.ones((12, 12))) / 2
+        patch = rect_patch(premultiplied(albedo, alpha), 0.03, 0.03, np.eye(4), 4)
     stats = _compare(rng, [patch], _poses(rng, 25), monkeypatch)
     assert stats["whole"] <= 1e-6 and stats["sampled"] <= 1e-4
     assert stats["untouched"] == 0.0 and stats["outside"] == 0.0
