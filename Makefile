@@ -14,8 +14,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip $(QUIET)
 
-# the contact model's and the sim camera's kernels are compiled by numba once per install
-# (~13 s), here rather than in the first run or test that builds a contact model or a camera
+# the contact model's and the sim camera's kernels (faces' coverage, textures' sampling) are
+# compiled by numba once per install (~17 s), here rather than in the first run or test that
+# builds a contact model or a camera
 WARM = $(BIN)/python -c "from orbitree.skills.contact import sirom_contact_model; sirom_contact_model(); \
 	from orbitree.drivers.sim_coverage import warm_up; warm_up(); \
 	from orbitree.drivers.sim_texkernel import warm_up; warm_up()"

@@ -178,7 +178,7 @@ TEST_REGISTRY = make_registry((Scripted, Raiser))
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the contact model's and the sim camera's numba kernels (or load them from numba's
     cache) once, in the controlling process, before test workers start: a test that runs a
-    mission in a subprocess must not spend its time budget on the first compilation (~13 s after
+    mission in a subprocess must not spend its time budget on the first compilation (~17 s after
     an install)."""
     if not hasattr(config, "workerinput"):
         from orbitree.drivers.sim_coverage import warm_up
