@@ -37,7 +37,7 @@ import numpy as np
 
 __all__ = ["PAD", "draw_box", "prepared", "uniform_tables", "warm_up"]
 
-_PREPARED: dict[int, tuple] = {}  # id(texture level) -> (that level, its _Prepared)
+_PREPARED: dict[int, tuple] = {}  # id(texture level) -> (that level, what prepared() returns for it)
 _PREPARED_MAX = 256
 _MARGIN = 1e-3  # texel: room for the rounding of the samples' coordinates in the uniform test
 PAD = 2  # texels of border around the padded planes: a bilinear read clamped to it reads the border
