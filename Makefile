@@ -14,11 +14,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip $(QUIET)
 
-# the contact model's, the sim camera's (faces, exposure) and the arm's kinematics kernels are compiled
-# by numba once per install (~30 s), here rather than in the first run or test that builds a contact
-# model, a camera or an arm
+# the contact model's, the sim camera's (faces' coverage, textures' sampling, exposure) and the arm's
+# kinematics kernels are compiled by numba once per install (~35 s), here rather than in the first
+# run or test that builds a contact model, a camera or an arm
 WARM = $(BIN)/python -c "from orbitree.skills.contact import sirom_contact_model; sirom_contact_model(); \
 	from orbitree.drivers.sim_coverage import warm_up; warm_up(); \
+	from orbitree.drivers.sim_texkernel import warm_up; warm_up(); \
 	from orbitree.drivers.sim_expose import warm_up; warm_up(); \
 	from orbitree.skills.kinematics_kernels import warm_up; warm_up()"
 

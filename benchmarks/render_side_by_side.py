@@ -39,10 +39,10 @@ from orbitree.runtime.executive import Executive
 ROOT = Path(__file__).resolve().parents[1]
 MISSION = ROOT / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
-MODULES = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_render", "sim_scene",
-           "sim_camera")  # in import order
+MODULES = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_texkernel", "sim_render",
+           "sim_scene", "sim_camera")  # in import order
 # split out of sim_render.py or sim_camera.py, or new: absent at older revisions
-SPLIT_OUT = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays")
+SPLIT_OUT = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_texkernel")
 BASE = "1ae4f6f"  # main before issue 15's rendering work
 
 

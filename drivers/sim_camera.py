@@ -107,6 +107,7 @@ from orbitree.drivers.sim_scene import (
     table_object,
 )
 from orbitree.drivers.sim_sensor import ImageSensor, SensorModel, line_kernel
+from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
 from orbitree.skills.board_model import BoardModel
 from orbitree.skills.se3 import interpolate_pose
 
@@ -215,15 +216,16 @@ class SimCamera:
 
     # -- Camera protocol -------------------------------------------------------------------
     def setup(self) -> None:
-        """Precompute the per-pixel rays and load the faces' compiled coverage kernel and the
-        sensor's compiled exposure (the costly preparations); when rendering in a process of its
-        own, start it (it builds its own rays)."""
+        """Precompute the per-pixel rays and load the compiled kernels (the faces' coverage, the
+        textures' sampling, the sensor's exposure): the costly preparations; when rendering in a
+        process of its own, start it (it builds its own rays)."""
         if isinstance(self._renderer, RenderProcess):
             self._renderer.start()
         else:
             self._ray_table()
             warm_coverage()
             warm_expose((len(blur_taps(self.sensor.blur_sigma_px, 2)),))  # its sensor's blur kernel
+            warm_texkernel()
 
     def shutdown(self) -> None:
         """Stop the rendering thread or process, if any; safe to call any number of times

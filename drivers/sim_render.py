@@ -26,6 +26,9 @@ centroid sits within 0.03 px of the projected centroid, through the distorted le
 faces (:func:`polygon_patch`) get the same 4x4 point-sampled coverage, counted per sample row
 from its crossings with the projected outline, for all faces of a body at once: the interior is
 filled, only edge pixels are composited, so the cost goes with the outline, not the area.
+Textured patches (k > 1, the plane's horizon out of view: the markers) are sampled the same way
+by compiled loops (:mod:`orbitree.drivers.sim_texkernel`) that give a pixel whose samples can
+only read texels of one value that value, and sample only the others (a marker cell's edges).
 
 Compositing uses premultiplied alpha: textures are (H, W, 2) float32 ``(albedo*alpha, alpha)``,
 sampled as two one-channel images (``Patch.planes``): OpenCV 5 remaps a single float channel
@@ -59,6 +62,7 @@ from orbitree.drivers.sim_patches import (
 )
 from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistorted_rays
 from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
+from orbitree.drivers.sim_texkernel import draw_box
 
 __all__ = [
     "NEAR_Z_M",
@@ -241,6 +245,11 @@ def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, pl
         rays = table.half_rays(*box)[(y0 - by0) // 2:(y1 - by0 + 1) // 2, (x0 - bx0) // 2:(x1 - bx0 + 1) // 2]
         half = (rays.shape[1], rays.shape[0])
     no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
+    if no_horizon and k > 1 and _compiled(roi, texture):
+        # compiled: the pixels whose samples all read one texel value take it, the others are
+        # sampled k x k (sim_texkernel), each pixel from its neighbours in the whole box
+        draw_box(roi, texture, table.rays, ray2tex, k, box, sub)
+        return
     if no_horizon and k > 1:
         # texture coordinates of the pixel centres, interpolated to the k x k samples: the
         # homography bends them by ~1e-4 texel over a pixel (the ray table's own interpolation
@@ -274,6 +283,12 @@ def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, pl
         return
     roi *= 1.0 - _sample(planes[1], coords, k, (w, h), half, 0.0)  # premultiplied (albedo * alpha, alpha)
     roi += _sample(planes[0], coords, k, (w, h), half, 0.0)
+
+
+def _compiled(roi: np.ndarray, texture: np.ndarray) -> bool:
+    """The types the compiled sampling takes: float32 canvas and texture (opaque or premultiplied)."""
+    return roi.dtype == np.float32 and texture.dtype == np.float32 and (
+        texture.ndim == 2 or (texture.ndim == 3 and texture.shape[2] == 2))
 
 
 def _sample(plane: np.ndarray, coords: np.ndarray, k: int, size: tuple[int, int],

@@ -178,11 +178,12 @@ TEST_REGISTRY = make_registry((Scripted, Raiser))
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the contact model's, the sim camera's and the kinematics' numba kernels (or load them
     from numba's cache) once, in the controlling process, before test workers start: a test that
-    runs a mission in a subprocess must not spend its time budget on the first compilation (~30 s
+    runs a mission in a subprocess must not spend its time budget on the first compilation (~35 s
     after an install)."""
     if not hasattr(config, "workerinput"):
         from orbitree.drivers.sim_coverage import warm_up
         from orbitree.drivers.sim_expose import warm_up as warm_expose
+        from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
         from orbitree.skills import kinematics_kernels
         from orbitree.skills.contact import sirom_contact_model
 
@@ -190,4 +191,5 @@ def pytest_configure(config: pytest.Config) -> None:
         warm_up()
         kinematics_kernels.warm_up()
         warm_expose()
+        warm_texkernel()
 
