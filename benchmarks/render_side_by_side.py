@@ -39,10 +39,11 @@ from orbitree.runtime.executive import Executive
 ROOT = Path(__file__).resolve().parents[1]
 MISSION = ROOT / "missions" / "sirom_dock.yaml"
 SEED_START = "robots.arm.start={target: sirom, offset: {xyz: [20 mm, 170 mm, 350 mm], rpy: [-45, 18, 25]}}"
-MODULES = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_texkernel", "sim_render",
-           "sim_scene", "sim_camera")  # in import order
+MODULES = ("lazy_frame", "sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_texkernel",
+           "sim_render", "sim_scene", "sim_painter", "sim_camera")  # in import order
 # split out of sim_render.py or sim_camera.py, or new: absent at older revisions
-SPLIT_OUT = ("sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_texkernel")
+SPLIT_OUT = ("lazy_frame", "sim_coverage", "sim_expose", "sim_sensor", "sim_patches", "sim_rays", "sim_texkernel",
+             "sim_painter")
 BASE = "1ae4f6f"  # main before issue 15's rendering work
 
 
@@ -58,7 +59,10 @@ def record(overrides: list[str]) -> list[tuple]:
 
     SimCamera.render = render
     try:
-        Executive(load_mission(MISSION, [SEED_START, *overrides]), seed=0).run()
+        executive = Executive(load_mission(MISSION, [SEED_START, *overrides]), seed=0)
+        for camera in executive.ctx.world.cameras.values():
+            camera.lazy_frames = False  # every frame rendered whole, once, at its capture
+        executive.run()
     finally:
         SimCamera.render = original
     return frames

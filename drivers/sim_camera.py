@@ -36,9 +36,12 @@ The images are the same as rendered in line (one worker renders frames in order 
 generator), unless a frame is dropped because the worker fell behind.
 
 ``render(..., region=box or boxes)`` renders only those pixels, bit for bit the whole frame's
-(:mod:`orbitree.drivers.sim_region`): on the flagship's frames the three markers' windows cost
-5.9-6.2 ms against 8.9 ms for the frame (3.8 against 6.9 ms when the markers are far), the
-markers' 4x4 sampling being most of what is left (``benchmarks/render_region.py``).
+(:mod:`orbitree.drivers.sim_region`; ``benchmarks/render_region.py``). With ``lazy_frames`` (the
+sim world's cameras, rendering in line) ``read`` hands out a
+:class:`~orbitree.drivers.lazy_frame.LazyFrame` at capture, its poses, noise draw and scene state
+taken then, rendered whole or in the parts a reader asks for when it reads them: the
+BoardTracker asks for its markers' windows (5 % of the image on the flagship's approach), and
+a frame nobody reads is never rendered. The pixels are the same as rendered at capture.
 
 Ground truth never travels with the image: ``read()`` returns only a :class:`Frame` (image,
 stamp, camera name, frame counter); tests and the sim world ask ``ground_truth_board2cam(name)``
@@ -52,27 +55,14 @@ Usage::
     cam.step(t)
     frame = cam.read()
 
-Speed (``benchmarks/render_side_by_side.py``: the flagship's frames rendered by this renderer
-and by an earlier one, alternately in one process pinned to one core, median CPU time per
-1280x720 frame): 24-29 ms before issue 15's work, 17-19 ms after its first round (1.36-1.47x),
-then 1.10-1.13x less again (15.3 -> 13.6 ms on a loaded core: a marker's two texture channels
-sampled as two one-channel remaps, the faces' row spans for all faces at once), then 1.38x less
-again (13.6-14.1 -> 9.8-10.2 ms: the noise read from a per-camera table of draws, the tool that
-moves with the camera painted from a cached layer), then the faces' fill compiled (numba,
-``sim_coverage``; 738 -> 285 ms of a flagship run, the same pixels). What is left, per frame: the
-exposure about 2 ms (the light, a 7-tap blur 0.8 ms, the noise's sigma and sum), the markers' 4x4
-supersampling about 2-3 ms (two remaps of 16 samples a pixel), the passive interface's faces
-0.6-1.2 ms (its projected outlines, then the compiled fill), the table
-1.5 ms (its texture coordinates from an 8-px grid would save 0.3 ms for an error of 0.008 texel),
-the motion blur 0.3 ms. The faces' coverage is exact 4x4 point sampling (the earlier fill of a
-4x-resolution raster put 1/8 px too much on every edge). Tried in the fourth round and not kept:
-the markers' k x k samples only on the pixels whose samples can differ (a per-pixel test of the
-centres' 3 x 3 texture footprint against a per-texel radius of uniformity; 25-36 % of a marker's
-pixels fail that provable test where 14 % really straddle a boundary), 10-20 % less per marker
-alone but 1 % a frame, the test costing about what it saves; skipping the background fill
-under a table that fills the view, 0-2 %; reusing the frame buffers removes page faults only
-``render_side_by_side.py`` has (two cameras alternating: ~260 faults a frame each, none in a
-one-camera process), so it would flatter a checkout that does it.
+Speed: a 1280x720 frame cost 24-29 ms before issue 15's work and 7-8 ms of CPU after its sixth
+round (``benchmarks/render_side_by_side.py``: the flagship's frames rendered by this renderer and
+by an earlier revision, alternately, pinned to one core); the README's "Benchmarks" section gives
+the rounds and what each changed. What is left, per frame: the markers' sampling (compiled,
+k x k samples only on the pixels whose samples can differ, ``sim_texkernel``), the exposure (one
+compiled pass, ``sim_expose``), the passive interface's faces (``sim_coverage``), the table and
+the motion blur. A frame read in parts (:class:`~orbitree.drivers.lazy_frame.LazyFrame`, a
+tracker's windows) costs what those parts and the markers in them cost.
 """
 
 from __future__ import annotations
@@ -94,8 +84,9 @@ from orbitree.drivers.render_process import RenderProcess
 from orbitree.drivers.sim_coverage import warm_up as warm_coverage
 from orbitree.drivers.sim_expose import blur_taps
 from orbitree.drivers.sim_expose import warm_up as warm_expose
-from orbitree.drivers.sim_region import Window, render_region
-from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
+from orbitree.drivers.sim_painter import ScenePainter
+from orbitree.drivers.sim_region import render_region
+from orbitree.drivers.sim_render import RayTable
 from orbitree.drivers.sim_scene import (
     PoseSource,
     SceneObject,
@@ -106,7 +97,7 @@ from orbitree.drivers.sim_scene import (
     solid_object,
     table_object,
 )
-from orbitree.drivers.sim_sensor import ImageSensor, SensorModel, line_kernel
+from orbitree.drivers.sim_sensor import ImageSensor, SensorModel
 from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
 from orbitree.skills.board_model import BoardModel
 from orbitree.skills.se3 import interpolate_pose
@@ -127,7 +118,6 @@ __all__ = [
     "table_object",
 ]
 HISTORY_S = 0.25  # camera poses kept for the exposure (s)
-LAYER_POSE_TOL = 1e-9  # m, and rad: an on-camera object's cached layer holds within this
 
 DEFAULT_DISTORTION = (-0.06, 0.08, 4e-4, -3e-4, -0.02)
 
@@ -151,7 +141,7 @@ class ImageOccluder:
     albedo: float = 0.2
 
 
-class SimCamera:
+class SimCamera(ScenePainter):
     """Rendering camera implementing the ``Camera`` protocol.
 
     ``frame_rate_hz`` None: every ``read()`` renders a frame at the current time. Otherwise
@@ -420,26 +410,6 @@ class SimCamera:
             self.render_s += time.perf_counter() - t0
             return image
 
-    def _scene_state(self) -> tuple:
-        """What a render reads of the camera that a run may change between a frame's capture and
-        its rendering: lenses, sensor, background, occluders, objects and their hidden markers."""
-        return (self.intrinsics, self.true_intrinsics, self.sensor, self.background_albedo,
-                tuple(self.occluders), tuple(self.objects),
-                tuple(frozenset(obj.hidden_marker_ids) for obj in self.objects))
-
-    def _put_state(self, state: tuple) -> tuple | None:
-        """Make ``state`` (``_scene_state``) the camera's; the state it replaced, or None when it
-        was the same."""
-        now = self._scene_state()
-        if all(a is b or a == b for a, b in zip(now, state, strict=True)):
-            return None
-        (self.intrinsics, self.true_intrinsics, self.sensor, self.background_albedo, occluders, objects,
-         hidden) = state
-        self.occluders, self.objects = list(occluders), list(objects)
-        for obj, ids in zip(self.objects, hidden, strict=True):
-            obj.hidden_marker_ids = set(ids)
-        return now
-
     @property
     def renders_beside(self) -> bool:
         """True once ``render_beside()`` moved rendering into the camera's own process or thread."""
@@ -467,112 +437,6 @@ class SimCamera:
             pts = np.round(np.asarray(occ.polygon) * 16).astype(np.int32)
             cv2.fillPoly(canvas, [pts], float(occ.albedo), cv2.LINE_8, shift=4)
         return self.imager.expose(canvas, self.sensor, self.lens, draw=draw)
-
-    def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
-               body2world: np.ndarray | None = None, window: Window | None = None) -> None:
-        body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
-        patches = obj.patches
-        if obj.sort_patches:  # painter's order: farthest patch centre first
-            centres = self._centres.get(id(obj))
-            if centres is None or len(centres) != len(patches):
-                centres = self._centres[id(obj)] = np.array([p.centre_body() for p in patches])
-            eye = np.linalg.inv(body2cam)[:3, 3]
-            patches = [patches[k] for k in np.argsort(-np.linalg.norm(centres - eye, axis=1))]
-        if obj.hidden_marker_ids:
-            patches = [patch.with_levels(  # an occluder instead of the marker
-                (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),))
-                if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids else patch
-                for patch in patches]
-        render_patches(canvas, patches, body2cam, self._ray_table(), self._project, window)
-
-    def _paint_layer(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
-                     body2world: np.ndarray | None = None) -> None:
-        """``_paint`` of an object that keeps its place in the image (``on_camera``), through a
-        cached layer. Painting an object maps every pixel's albedo affinely, ``c -> c * T + P``
-        (each patch composites ``c * (1 - alpha) + albedo * alpha`` or replaces ``c``), so one
-        paint on zeros (``P``) and one on ones (``T + P``) give the object's transmission and
-        premultiplied albedo over the box it touches, reused while its pose in the camera frame
-        stays within ``LAYER_POSE_TOL`` (1e-9: the rounding of the tool-to-camera product) and
-        its patches, hidden markers and the lens do not change. A frame then costs two passes
-        over that box instead of the faces' fill (the arm's tool: 2.2 ms a frame)."""
-        box, planes = self._layer(canvas.shape, obj, world2cam, body2world)
-        if box is not None:
-            roi = canvas[box]
-            roi *= planes[0]
-            roi += planes[1]
-
-    def _layer(self, shape: tuple[int, int], obj: SceneObject, world2cam: np.ndarray,
-               body2world: np.ndarray | None = None) -> tuple[tuple[slice, slice] | None, tuple | None]:
-        """The cached layer of ``_paint_layer`` for an image of ``shape``: the box it touches
-        (None: none) and its transmission and premultiplied albedo over that box."""
-        body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
-        key = (shape, self._ray_table(), tuple(map(id, obj.patches)), tuple(sorted(obj.hidden_marker_ids)))
-        cached = self._layers.get(id(obj))
-        if (cached is None or cached[0] is not obj or cached[1] != key
-                or not np.allclose(cached[2], body2cam, rtol=0.0, atol=LAYER_POSE_TOL)):
-            premultiplied_, transmitted = np.zeros(shape, np.float32), np.ones(shape, np.float32)
-            self._paint(premultiplied_, obj, world2cam, body2world)
-            self._paint(transmitted, obj, world2cam, body2world)
-            transmitted -= premultiplied_
-            touched = (premultiplied_ != 0.0) | (transmitted != 1.0)
-            rows, cols = np.flatnonzero(touched.any(axis=1)), np.flatnonzero(touched.any(axis=0))
-            box = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if len(rows) else None
-            planes = None if box is None else (transmitted[box].copy(), premultiplied_[box].copy())
-            cached = self._layers[id(obj)] = (obj, key, body2cam, box, planes)
-        return cached[3], cached[4]
-
-    def _motion_blur(self, canvas: np.ndarray, motion: tuple[np.ndarray, np.ndarray],
-                     object_poses: dict[int, np.ndarray]) -> np.ndarray:
-        """Smear ``canvas`` along the image motion, over the exposure, of the first target in
-        front of the camera (its origin), or of the point 1 m along the optical axis."""
-        kernel = self._blur_kernel(motion, object_poses)
-        if kernel is None:
-            return canvas
-        return cv2.filter2D(canvas, -1, kernel, borderType=cv2.BORDER_REPLICATE)
-
-    def _blur_kernel(self, motion: tuple[np.ndarray, np.ndarray] | None,
-                     object_poses: dict[int, np.ndarray]) -> np.ndarray | None:
-        """The motion blur's line kernel (``_motion_blur``; None: no blur), its length noted."""
-        self.last_blur_px = 0.0
-        if motion is None:
-            return None
-        start, end = motion
-        point = end[:3, :3] @ np.array([0.0, 0.0, 1.0]) + end[:3, 3]
-        for obj in sorted(self.objects, key=lambda o: o.layer, reverse=True):
-            if obj.board is not None:
-                pose = object_poses.get(id(obj))
-                origin = (obj.pose() if pose is None else pose)[:3, 3]
-                if (np.linalg.inv(end) @ np.append(origin, 1.0))[2] > 0.05:
-                    point = origin
-                    break
-        pixels = []
-        for pose in (start, end):
-            cam = np.linalg.inv(pose) @ np.append(point, 1.0)
-            pixels.append(self._project(cam[None, :3])[0])
-        shift = pixels[1] - pixels[0]
-        length = float(np.linalg.norm(shift))
-        self.last_blur_px = length
-        if length < 0.25 or not np.isfinite(length):
-            return None
-        return line_kernel(shift)
-
-    def _ray_table(self) -> RayTable:
-        """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced."""
-        intr = self.lens
-        if self._rays is None or self._rays_for is not intr:
-            self._rays = ray_table(intr.camera_matrix, intr.dist_coeffs, intr.width, intr.height)
-            self._rays_for = intr
-        return self._rays
-
-    def _project(self, points_cam: np.ndarray) -> np.ndarray:
-        """(N, 3) camera-frame points to (N, 2) distorted pixels (through the true lens)."""
-        intr = self.lens
-        px, _ = cv2.projectPoints(
-            np.ascontiguousarray(points_cam, dtype=np.float64), np.zeros(3), np.zeros(3),
-            intr.camera_matrix, intr.dist_coeffs,
-        )
-        return px.reshape(-1, 2)
-
 
 def board_scene_camera(
     board: BoardModel,
