@@ -19,7 +19,7 @@ independent per component:
   marker then moved in the board plane by ``marker_xy_m`` per axis and turned about the board's
   normal by ``marker_angle_rad`` (about its own centre): markers stuck on by hand.
 
-The defaults of the mission's ``camera:`` (``orbitree.language.world_spec.CameraSpec``) give the
+The defaults of the mission's ``camera:`` (``orbitree.language.equipment_spec.CameraSpec``) give the
 figures and where they come from; ``CameraErrorModel()`` is the ideal camera.
 """
 

@@ -5,6 +5,7 @@
 control nodes; ``parser`` turns the ``tree:`` into node specs; ``loader`` loads, merges ``--set``
 overrides and checks a whole mission (includes, subtrees, references, blackboard writers);
 ``world_spec`` and ``fault_spec`` are the models of ``robots:``/``targets:``/``safety:`` and of
-``faults:``/``substitute:``; ``schema`` generates the JSON Schema. Nothing here builds a tree or
+``faults:``/``substitute:`` (``equipment_spec``: what a robot carries; ``fault_kinds``: one model
+per fault kind); ``schema`` generates the JSON Schema. Nothing here builds a tree or
 touches a driver; which leaf kinds exist is handed in as a ``registry.Registry``.
 """

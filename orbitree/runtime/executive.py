@@ -11,14 +11,16 @@ One ``Executive`` runs one mission once. Per tick it
 However the run ends — success, failure, ``max_duration``, Ctrl-C, SIGTERM or an exception in a
 leaf — the tree is halted (every running leaf's ``terminate`` runs, so motions stop), every
 driver is stopped and shut down, and the log gets its footer.
+
+This module holds the loop and the executive's construction; the setup, the gates that hold the
+loop, the verdict and the halt are ``Lifecycle``'s (orbitree/runtime/lifecycle.py), the log's
+header and summary and the wall-time profile ``RunRecords``' (orbitree/runtime/run_records.py).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -37,14 +39,15 @@ from orbitree.language.keys import FAULTS_ACTIVE
 from orbitree.language.loader import Mission
 from orbitree.nodes.build import BuiltTree, build_tree
 from orbitree.nodes.context import Context
-from orbitree.nodes.offload import Offload
 from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
-from orbitree.runtime.profile import LoopTimes, wall_profile
-from orbitree.runtime.recorder import FORMAT, Recorder
+from orbitree.runtime.lifecycle import Lifecycle
+from orbitree.runtime.profile import LoopTimes
+from orbitree.runtime.recorder import Recorder
+from orbitree.runtime.run_records import RunRecords
 from orbitree.runtime.safety import SafetyMonitor
-from orbitree.runtime.scene import SceneSampler, observers_of, scene_header
-from orbitree.runtime.snapshot import GatingView, Snapshot, View
+from orbitree.runtime.scene import SceneSampler, observers_of
+from orbitree.runtime.snapshot import Snapshot, View
 from orbitree.runtime.supervisor import VIOLATIONS_KEY, SafetyHook, Supervisor
 from orbitree.runtime.ticklog import TickLog
 from orbitree.runtime.timing import TimingVisitor
@@ -99,7 +102,7 @@ def collect_garbage() -> None:
 
 
 @dataclass
-class Executive:
+class Executive(Lifecycle, RunRecords):
     mission: Mission
     seed: int | None = None
     clock: str = "sim"  # or "wall"
@@ -335,23 +338,6 @@ class Executive:
             view.finish(summary)
         return RunResult(status, reason, summary, error)
 
-    def _setup(self) -> None:
-        for driver in self.drivers:
-            driver.setup()
-        # py_trees enforces a setup timeout with a signal, which only the main thread may set;
-        # elsewhere (a Dask worker's thread) setup runs without one; so does a tree whose nodes all
-        # set up as py_trees' own do (no I/O, nothing to wait for: the watchdog is a thread started
-        # and stopped, ~1 ms a run)
-        on_main = threading.current_thread() is threading.main_thread()
-        watched = on_main and any(not type(node).setup.__module__.startswith("py_trees.")
-                                  for node in self.tree.root.iterate())
-        self._bt.setup(timeout=15.0 if watched else py_trees.common.Duration.INFINITE)
-        if self.recovery is not None:
-            for node in self.recovery.root.iterate():
-                node.setup()
-        for key, value in self.mission.model.blackboard.items():
-            self._write(key, value)
-
     def _tick(self, now: float) -> float:
         """Faults, driver readings, one tick of the tree (or of the recovery); its duration in ms.
         ``run`` does the same inline; this is one step of it for harnesses that drive the loop
@@ -419,40 +405,6 @@ class Executive:
             for key, value in readings.items():
                 write(key, value)
 
-    def _verdict(self, fresh: list[dict[str, Any]], now: float) -> tuple[str, str] | None:
-        """(status, reason) if the run ends after this tick: safety, the tree's outcome, time."""
-        verdict = self.supervisor.verdict(fresh)
-        if verdict is not None:
-            return verdict
-        root_status = self.tree.root.status if self.supervisor.recovering is None else Status.RUNNING
-        if root_status == Status.SUCCESS:
-            return "SUCCESS", "tree returned SUCCESS"
-        if root_status == Status.FAILURE:
-            return "FAILURE", f"tree returned FAILURE: {self.tree.failing_path()}"
-        max_duration = self.mission.model.max_duration
-        if now + self.ctx.period > max_duration - 1e-9:
-            return self.supervisor.out_of_time() or ("FAILURE", f"max_duration {max_duration:g} s reached")
-        return None
-
-    # pause / step / breakpoints (views that gate the loop) ---------------------------------
-    def _gates(self) -> list[GatingView]:
-        """Views that may hold the loop between two whole ticks.
-
-        Time held is not mission time (the clock's origin moves by it), so a paused simulation
-        resumes where it stopped and on the wall clock no timeout fires for the pause. On the
-        wall clock (hardware) the drivers are stopped when a hold begins, since a speed command
-        would go on while nothing ticks; the leaves command them again when ticking resumes.
-        """
-        gates = [v for v in self.views if hasattr(v, "before_tick")]
-        on_hold = self._stop_drivers if self.clock == "wall" else None
-        for gate in gates:
-            gate.attach(self._timer.report_us, on_hold)
-        return gates
-
-    def _stop_drivers(self) -> None:
-        for driver in self.drivers:
-            driver.stop()
-
     # ---------------------------------------------------------------------------------------
     def _write(self, key: str, value: Any) -> None:
         if key in self._direct_keys and py_trees.blackboard.Blackboard.activity_stream is None:
@@ -463,124 +415,3 @@ class Executive:
         ctx.stamps[key] = ctx.now  # ctx.touched(key), inlined
         ctx.dirty[key] = None
 
-    def _halt(self) -> bool:
-        """Halt the tree (running leaves' ``terminate`` stop their motions), then the drivers."""
-        halted = False
-        try:
-            for tree in (self.tree, self.recovery):
-                if tree is not None and tree.root.status == Status.RUNNING:
-                    tree.root.stop(Status.INVALID)
-                    halted = True
-        finally:
-            for driver in self.drivers:
-                try:
-                    self.ctx.command(driver.name, "stop", reason="halt")
-                    driver.stop()
-                except Exception as exc:  # unreachable (disconnected): its watchdog stops it
-                    self.ctx.event("stop_failed", drivers=[f"{driver.name}: {type(exc).__name__}: {exc}"])
-                finally:
-                    driver.shutdown()
-        return halted
-
-    def _structure(self) -> list[dict[str, Any]]:
-        """The header's ``nodes``: the mission tree, then the recovery tree (``"tree":
-        "recovery"``, its root with no parent), ids continuing."""
-        nodes = self.tree.structure()
-        if self.recovery is not None:
-            base = len(nodes)
-            for node in self.recovery.structure():
-                parent = None if node["parent"] is None else node["parent"] + base
-                nodes.append({**node, "id": node["id"] + base, "parent": parent, "tree": "recovery"})
-        return nodes
-
-    def _header(self) -> dict[str, Any]:
-        model = self.mission.model
-        header = {
-            "type": "header",
-            "format": FORMAT,
-            "mission": model.mission,
-            "file": str(self.mission.file),
-            "seed": self.seed,
-            "rate_hz": model.rate_hz,
-            "clock": self.clock,
-            "start_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "nodes": self._structure(),
-            "recorded_keys": model.record.keys,
-            "phases": model.phases,
-        }
-        if model.robots:  # the 3-D scene's static part (orbitree.runtime.scene)
-            header["scene"] = scene_header(model, self.ctx.drivers, self.ctx.world)
-        return header
-
-    def profile(self) -> dict[str, Any]:
-        """Where the wall time of the last ``run()`` went (``orbitree.runtime.profile``): the loop's
-        parts, each driver's read and step, each node's self time in the tree's tick, each
-        simulated camera's rendering and each leaf's offloaded work (perception)."""
-        timer = self._timer
-        nodes = [(int(i), self._nodes[i].name, float(timer.total[i]), int(timer.count[i]))
-                 for i in np.flatnonzero(timer.count)]
-        cameras = {}
-        if self.ctx.world is not None:
-            for name, camera in self.ctx.world.cameras.items():
-                cameras[name] = (camera.frames_rendered, camera.render_s, camera.renders_beside,
-                                 bool(getattr(camera, "lazy_frames", False)) and not camera.renders_beside)
-        workers: dict[str, tuple[int, float, bool]] = {}
-        for work in self._offloads():  # two leaves of one name (a search in two branches) add up
-            jobs, busy, _ = workers.get(work.name, (0, 0.0, work.threaded))
-            workers[work.name] = (jobs + work.jobs, busy + work.busy_s, work.threaded)
-        ticks = int(timer.count[0]) if len(timer.count) else 0
-        return wall_profile(self.loop_times, nodes, cameras, workers, self._sim_time_s, ticks)
-
-    def _offloads(self) -> list[Offload]:
-        """The nodes' work beside the tick (perception): the ``Offload`` values of their attributes.
-
-        Read without asking a node for its ``__dict__``: CPython (3.11+) keeps an object's
-        attributes inline until someone does, and from then on every attribute access of that
-        object takes a slower path; ``vars()`` of every node, called before the loop, made py_trees'
-        own tick slower inside the executive than bare (benchmarks/tick_overhead.py, CPU time:
-        executive/bare 1.61 -> 1.52, 33.3 -> 31.0 µs a tick, without it). The garbage collector's
-        referents of a node are what it holds as stored: its class and either its attribute values,
-        inline, or the one dict they are kept in once made.
-        """
-        found = []
-        for node in self._nodes:
-            values = [value for value in gc.get_referents(node) if value is not type(node)]
-            if len(values) == 1 and type(values[0]) is dict:  # its __dict__, made already
-                values = list(values[0].values())
-            found += [value for value in values if isinstance(value, Offload)]
-        return found
-
-    def _summary(self, status, reason, clock, tick_times, phases, started) -> dict[str, Any]:
-        times = np.asarray(tick_times) if tick_times else np.zeros(1)
-        summary: dict[str, Any] = {
-            "mission": self.mission.name,
-            "status": status,
-            "reason": reason,
-            "seed": self.seed,
-            "sim_time_s": round(clock.now, 6),
-            "wall_time_s": round(time.monotonic() - started, 3),
-            "ticks": len(tick_times),
-            "tick_ms": {
-                "p50": round(float(np.percentile(times, 50)), 4),
-                "p99": round(float(np.percentile(times, 99)), 4),
-                "max": round(float(times.max()), 4),
-            },
-            "deadline_misses": clock.deadline_misses,
-            "final_error": None,
-            "in_capture_envelope": None,
-            "max_contact_force_n": None,
-            "max_tcp_speed_mps": None,
-            "phase_s": {self.tree.specs[i].name: round(s, 6) for i, s in phases.items()},
-            "faults": self.injector.records,
-            "faults_not_injected": self.injector.not_injected(clock.now),
-            "safety_violations": self.supervisor.violations,
-        }
-        for driver in self.drivers:
-            for key, value in getattr(driver, "summary", dict)().items():
-                current = summary.get(key)
-                summary[key] = value if current is None else max(current, value)
-        if self.mission.model.robots:
-            limits = self.mission.model.safety
-            summary["safety_limits"] = {"max_force_n": limits.max_force, "max_tcp_speed_mps": limits.max_tcp_speed}
-        summary.update(self.ctx.summary)
-        return summary
