@@ -44,8 +44,12 @@ How each step of the frame (:meth:`SimCamera._render`) is made region-exact:
   per pixel). The on-camera tool's cached layer is per pixel. ``cv2.fillPoly`` (the image
   occluders) is not translation-invariant where the canvas cuts the polygon: see :func:`_occlude`.
 
-What is not made cheaper: a marker cut by a window is still sampled 4x4 over the window's part of
-its box, so windows around the markers cost about what the markers cost in the whole frame.
+What is not made cheaper: the markers inside a window cost what they cost in the whole frame (the
+compiled kernel, ``sim_texkernel``, samples only their cells' edges, and each pixel from its
+neighbours in the marker's whole box, so that a window's part of it is the whole frame's), and
+each window pays some Python per object and patch. The BoardTracker reads its frames this way
+(``LazyFrame.region``): the windows of its markers' alignment, 5 % of the image on the flagship's
+approach.
 """
 
 from __future__ import annotations
