@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.orbitree.malformed import GOOD, Case, _invoke, _write, at
+from tests.orbitree.malformed import GOOD, Case, at, check_reported
 
 CASES: list[Case] = [
     # ---- units and blackboard keys -------------------------------------------------------
@@ -198,34 +198,4 @@ def _params() -> list:
 
 @pytest.mark.parametrize("case", _params())
 def test_malformed_mission_is_reported_with_its_position(case: Case, tmp_path: Path, capsys):
-    directory = tmp_path.resolve()
-    mission = _write(case, directory)
-    log, summary = directory / "run.jsonl", directory / "run.json"
-    if case.command == "run":
-        argv = ["run", str(mission), "--view", "none", "--log", str(log), "--summary", str(summary)]
-    else:
-        argv = ["validate", str(mission)]
-
-    code, stderr = _invoke(case, [*argv, *case.args], directory, capsys)
-
-    assert code == 2, f"exit code {code}, stderr:\n{stderr}"
-    assert "Traceback" not in stderr, stderr
-    lines = stderr.splitlines()
-    found = []
-    for want in case.expect:
-        file = want.file if want.file.startswith("--set") else str(directory / want.file)
-        prefix = f"{file}:{want.line}:{want.col}: "
-        matching = [i for i, line in enumerate(lines) if line.startswith(prefix)]
-        assert matching, f"no diagnostic at {prefix!r} in:\n{stderr}"
-        hits = [i for i in matching if all(word in lines[i] for word in want.words)]
-        assert hits, f"diagnostic at {prefix!r} lacks one of {want.words} in:\n{stderr}"
-        found.append(hits[0])
-    for text in case.absent:
-        assert text not in stderr, stderr
-    if case.exact:
-        assert found == list(range(len(case.expect))) == list(range(len(lines))), stderr
-    for name in case.absent_files:
-        assert not (directory / name).exists(), f"{name} was created: an object tag ran"
-    if case.command == "run":
-        assert not log.exists(), "bad input must not start a run (a log was written)"
-        assert not summary.exists(), "bad input must not start a run (a summary was written)"
+    check_reported(case, tmp_path, capsys)
