@@ -15,6 +15,8 @@ It uses the camera's attributes (``objects``, ``occluders``, ``sensor``, ``intri
 
 from __future__ import annotations
 
+import operator
+
 import cv2
 import numpy as np
 
@@ -42,7 +44,7 @@ class ScenePainter:
         """Make ``state`` (``_scene_state``) the camera's; the state it replaced, or None when it
         was the same."""
         now = self._scene_state()
-        if all(a is b or a == b for a, b in zip(now, state, strict=True)):
+        if _same_state(now, state):
             return None
         (self.intrinsics, self.true_intrinsics, self.sensor, self.background_albedo, occluders, objects,
          hidden) = state
@@ -155,3 +157,15 @@ class ScenePainter:
             intr.camera_matrix, intr.dist_coeffs,
         )
         return px.reshape(-1, 2)
+
+
+def _same_state(a: tuple, b: tuple) -> bool:
+    """Two ``_scene_state`` tuples hold the same state: the same lens, occluder and object objects
+    (by identity: they hold arrays, which do not compare to one truth value), equal sensor models,
+    backgrounds and hidden markers."""
+    (lens_a, true_a, sensor_a, background_a, occluders_a, objects_a, hidden_a) = a
+    (lens_b, true_b, sensor_b, background_b, occluders_b, objects_b, hidden_b) = b
+    return (lens_a is lens_b and true_a is true_b and sensor_a == sensor_b and background_a == background_b
+            and len(occluders_a) == len(occluders_b) and all(map(operator.is_, occluders_a, occluders_b))
+            and len(objects_a) == len(objects_b) and all(map(operator.is_, objects_a, objects_b))
+            and hidden_a == hidden_b)
