@@ -55,41 +55,30 @@ it gives (``read().tcp2base``), as a UR reports the pose its model gives; the ar
 table's errors (:func:`perturbed_table` draws them).
 
 The limits, the home pose, the wrench source's type and :func:`perturbed_table` are in
-:mod:`orbitree.drivers.sim_robot_config` (re-exported here); this module holds :class:`SimRobot`.
+:mod:`orbitree.drivers.sim_robot_config` (re-exported here); what runs in each control period (the
+Euler step, the joint velocity each mode asks for, the clipping and the singular-zone stop) in
+:mod:`orbitree.drivers.sim_robot_control` (``SimRobotControl``, a base class of :class:`SimRobot`).
+This module holds :class:`SimRobot`: its construction, the commands, the reads and the simulation
+hooks.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from orbitree.drivers.interfaces import RobotState
 from orbitree.drivers.sim_ft import IDEAL_FT, FTSensor, FTSensorModel
 from orbitree.drivers.sim_robot_config import UR10E_HOME_Q, SimRobotLimits, WrenchSource, perturbed_table
+from orbitree.drivers.sim_robot_control import SimRobotControl, _Mode
 from orbitree.skills import kinematics as kin
 from orbitree.skills import se3
 
 __all__ = ["UR10E_HOME_Q", "SimRobot", "SimRobotLimits", "WrenchSource", "perturbed_table"]
 
 
-class _Mode(enum.Enum):
-    IDLE = "idle"
-    STOPPING = "stopping"
-    SPEED = "speed"
-    SERVO = "servo"
-    MOVE_L = "move_l"
-    MOVE_J = "move_j"
-
-
-_TRACKING_GAIN = 20.0  # 1/s, feedback of the move_l / move_j trackers
-_DONE_POSITION = 1e-5  # m
-_DONE_ANGLE = 1e-4  # rad
-
-
-class SimRobot:
+class SimRobot(SimRobotControl):
     """A simulated UR10e with a wrist F/T sensor, implementing ``Robot``; see the module notes.
 
     ``tool`` is ``tcp2flange`` (4, 4), ``cam2tcp`` the camera mount (4, 4); both default to the
@@ -399,9 +388,6 @@ class SimRobot:
     def _current_twist(self) -> np.ndarray:
         return self._pose_and_jacobian(self._table)[1] @ self._qd
 
-    def _command_time(self) -> float:
-        return self._command_period or self._step_dt
-
     def _sense(self, tcp2base: np.ndarray, twist: np.ndarray) -> None:
         """Bring the wrist sensor up to now with the wrench acting now."""
         self._ft.advance(self._t, self._true_wrench(tcp2base, twist) + self._ft_offset)
@@ -413,133 +399,6 @@ class SimRobot:
             value = self._wrench_source(self._t, tcp2base, twist)
             return se3.check_vector(value, 6, "external wrench")
         return self._wrench_source.copy()
-
-    def _tcp_scale(self, twist: np.ndarray) -> float:
-        """One factor <= 1 that brings ``twist`` within the TCP linear and angular limits."""
-        linear, angular = _norm(twist[:3]), _norm(twist[3:])
-        factor = 1.0
-        if linear > self._limits.tcp_speed:
-            factor = self._limits.tcp_speed / linear
-        if angular > self._limits.tcp_angular_speed:
-            factor = min(factor, self._limits.tcp_angular_speed / angular)
-        return factor
-
-    def _advance(self, h: float) -> None:
-        if self._mode is _Mode.IDLE and not self._qd.any():
-            self._t += h  # at rest: nothing to integrate
-            return
-        tcp2base, jacobian = self._pose_and_jacobian(self._table)
-        qd_des = np.zeros_like(self._q)
-        if not self.protective_stop:
-            qd_des = self._desired_velocity(h, tcp2base, jacobian)
-        if qd_des.any():
-            qd_des = self._limit_speed(qd_des, jacobian)
-        change, _ = kin.uniform_scale(qd_des - self._qd, self._limits.joint_acceleration * h)
-        qd = self._qd + change
-        q = self._q + qd * h
-        if not self._in_range(q):
-            self.trigger_protective_stop("joint position limit")
-            at_limit = (q < self._lower) | (q > self._upper)
-            qd[at_limit] = 0.0
-            q = np.clip(q, self._lower, self._upper)
-        self._q, self._qd = q, qd
-        self._t += h
-        if self._mode is _Mode.STOPPING and not qd.any():
-            self._mode = _Mode.IDLE
-
-    def _desired_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        if self._mode is _Mode.SPEED:
-            return self._speed_velocity(h, jacobian)
-        if self._mode is _Mode.SERVO:
-            return self._servo_velocity(h, tcp2base, jacobian)
-        if self._mode is _Mode.MOVE_L:
-            return self._move_l_velocity(h, tcp2base, jacobian)
-        if self._mode is _Mode.MOVE_J:
-            return self._move_j_velocity(h)
-        return np.zeros_like(self._q)
-
-    def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
-        """Joint velocity for a TCP twist; protective stop (and zero) if the exact solution needs
-        a joint faster than its limit while the arm is near a singularity."""
-        svd = np.linalg.svd(jacobian, full_matrices=False)  # once for the test and the solution
-        if svd[1][-1] < self._singular_threshold:
-            exact = kin.dls_from_svd(svd, twist)
-            ratio = float(np.max(np.abs(exact) / self._speed_limit))
-            if ratio > 1.0:
-                self.trigger_protective_stop(
-                    f"near a singularity a joint would need {ratio:.1f} x its speed limit"
-                )
-                return np.zeros_like(self._q)
-        return kin.dls_from_svd(svd, twist, self._damping, singular_threshold=self._singular_threshold)
-
-    def _speed_velocity(self, h: float, jacobian: np.ndarray) -> np.ndarray:
-        timeout = self._watchdog_timeout or 3.0 * self._command_time()
-        if self._t - self._cmd_time > timeout + 1e-12:
-            self._twist_cmd = np.zeros(6)
-        change = self._twist_cmd - self._twist_ref
-        step_size = self._twist_acc * h
-        factor = 1.0
-        for part in (change[:3], change[3:]):
-            norm = _norm(part)
-            if norm > step_size:
-                factor = min(factor, step_size / norm)
-        self._twist_ref = self._twist_ref + factor * change
-        if not self._twist_ref.any() and not self._twist_cmd.any():
-            self._mode = _Mode.STOPPING
-        return self._dls(jacobian, self._twist_ref)
-
-    def _servo_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        error = se3.pose_error(tcp2base, self._target)
-        remaining = max(self._cmd_time + self._command_time() - self._t, h)
-        scale = self._tcp_scale(error / remaining)
-        qd = self._dls(jacobian, error * (scale / remaining))
-        # Cap the speed so that every joint can still brake before the target.
-        displacement = qd * (remaining / scale)
-        brake = np.sqrt(2.0 * self._limits.joint_acceleration * np.abs(displacement))
-        return kin.uniform_scale(qd, np.maximum(brake, 1e-12))[0]
-
-    def _move_l_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        elapsed = self._t - self._cmd_time
-        s, rate = self._path_rate(elapsed, h)
-        reference = np.eye(4)
-        turn = Rotation.from_rotvec(s * self._move_delta[3:]).as_matrix()
-        reference[:3, :3] = turn @ self._move_start[:3, :3]
-        reference[:3, 3] = self._move_start[:3, 3] + s * self._move_delta[:3]
-        error = se3.pose_error(tcp2base, reference)
-        if (
-            elapsed >= self._profile.duration
-            and np.linalg.norm(error[:3]) < _DONE_POSITION
-            and np.linalg.norm(error[3:]) < _DONE_ANGLE
-        ):
-            self._mode, self._move_active = _Mode.IDLE, False
-            return np.zeros_like(self._q)
-        twist = rate * self._move_delta + _TRACKING_GAIN * error
-        return self._dls(jacobian, twist * self._tcp_scale(twist))
-
-    def _move_j_velocity(self, h: float) -> np.ndarray:
-        elapsed = self._t - self._cmd_time
-        travel = self._q_goal - self._q_start
-        if elapsed >= self._profile.duration and np.max(np.abs(self._q_goal - self._q)) < 1e-6:
-            self._mode, self._move_active = _Mode.IDLE, False
-            return np.zeros_like(self._q)
-        s, rate = self._path_rate(elapsed, h)
-        return rate * travel + _TRACKING_GAIN * (self._q_start + s * travel - self._q)
-
-    def _path_rate(self, elapsed: float, h: float) -> tuple[float, float]:
-        """Path fraction now and its mean rate over the next period (exact feed-forward)."""
-        s_now = self._profile.fraction(elapsed)
-        s_next = self._profile.fraction(elapsed + h)
-        return s_now, (s_next - s_now) / h
-
-    def _limit_speed(self, qd: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        """Scale ``qd`` by one factor into the joint speed limits, then the TCP speed limits."""
-        qd, _ = kin.uniform_scale(qd, self._speed_limit)
-        return qd * self._tcp_scale(jacobian @ qd)
-
-
-def _norm(vector: np.ndarray) -> float:
-    """``np.linalg.norm`` of a 1-D float array, without its generality (hot path; same bits)."""
-    return math.sqrt(vector.dot(vector))
 
 
 def _positive(value: float, name: str) -> float:

@@ -1,13 +1,22 @@
-"""Compiled geometry kernels of the contact model (``contact_model.py``): placement, search, clipping.
+"""Compiled geometry kernels of the contact model (``contact_model.py``): the contact search, and the rest.
 
 The contact solver's geometry works on a few hundred points and planes at a time; written as
 numpy expressions it paid numpy's per-call overhead (microseconds) a few dozen times per search,
 and the search, the interpenetration test and the bisection toward the last free pose ran many
 times per tick. These kernels are the same arithmetic as loops, compiled once by numba
-(``@njit(cache=True)``: the machine code is cached next to this file, so a fresh process loads
-it instead of compiling; :func:`warm_up` runs each kernel once, which ``ContactModel`` does when
-it is built, so no compilation lands inside a tick). Each kernel's ``.py_func`` is the same code
-run by the interpreter (tests compare the two).
+(``@njit(cache=True)``: the machine code is cached next to each kernel's module, so a fresh
+process loads it instead of compiling; ``ContactModel`` runs each kernel once when it is built,
+``contact_model._warm_up``, so no compilation lands inside a tick). Each kernel's ``.py_func`` is
+the same code run by the interpreter (tests compare the two).
+
+Where they are (every public name importable from this module, as the solver uses them): here
+the contact search (``search``: the vertex–face, face–vertex and edge–edge contacts, through
+``distances``, ``_vertex_face`` and ``_edge_edge``); :mod:`~orbitree.skills.contact_pose_kernels`
+the rigid-motion arithmetic (``place``, ``place_inverse``, ``rotation_of``, ``left_jacobian``,
+``gap``, ``apply``, ``deformation``, ``interpolate``);
+:mod:`~orbitree.skills.contact_penetration_kernels` the interpenetration test and the bisection
+(``penetrates``, ``segment_enters``, ``clear_of_box``, ``bisect``);
+:mod:`~orbitree.skills.contact_qp_kernels` the QP's rows (``qp_rows``).
 
 Speed (flagship at 500 Hz, its 5063 solve_contact calls replayed, old and new alternating on one
 core): 0.86 -> 0.15 ms a call; per call in contact p50 0.50 -> 0.095 ms, p99 1.40 -> 0.20 ms;
@@ -27,30 +36,46 @@ import math
 import numba
 import numpy as np
 
+from orbitree.skills.contact_penetration_kernels import (
+    _SLACK_M,
+    _apart,
+    bisect,
+    clear_of_box,
+    penetrates,
+    segment_enters,
+)
+from orbitree.skills.contact_pose_kernels import (
+    apply,
+    deformation,
+    gap,
+    interpolate,
+    left_jacobian,
+    place,
+    place_inverse,
+    rotation_of,
+)
+from orbitree.skills.contact_qp_kernels import qp_rows
+
+__all__ = [
+    "apply",
+    "bisect",
+    "clear_of_box",
+    "deformation",
+    "distances",
+    "gap",
+    "interpolate",
+    "left_jacobian",
+    "penetrates",
+    "place",
+    "place_inverse",
+    "qp_rows",
+    "rotation_of",
+    "search",
+    "segment_enters",
+]
+
 _CONE_TOL = 0.035  # sin 2°: edges crossing nearly parallel faces keep both end contacts
 _PARALLEL_SIN = 1e-3
-
-
-@numba.njit(cache=True)
-def place(points: np.ndarray, rotation: np.ndarray, origin: np.ndarray) -> np.ndarray:
-    """``points`` (N, 3) mapped by the pose: ``R p + t`` (N, 3)."""
-    out = np.empty((points.shape[0], 3))
-    for i in range(points.shape[0]):
-        x, y, z = points[i, 0], points[i, 1], points[i, 2]
-        for j in range(3):
-            out[i, j] = rotation[j, 0] * x + rotation[j, 1] * y + rotation[j, 2] * z + origin[j]
-    return out
-
-
-@numba.njit(cache=True)
-def place_inverse(points: np.ndarray, rotation: np.ndarray, origin: np.ndarray) -> np.ndarray:
-    """``points`` (N, 3) mapped by the pose's inverse: ``Rᵀ (p − t)`` (N, 3)."""
-    out = np.empty((points.shape[0], 3))
-    for i in range(points.shape[0]):
-        x, y, z = points[i, 0] - origin[0], points[i, 1] - origin[1], points[i, 2] - origin[2]
-        for j in range(3):
-            out[i, j] = rotation[0, j] * x + rotation[1, j] * y + rotation[2, j] * z
-    return out
 
 
 @numba.njit(cache=True)
@@ -62,178 +87,6 @@ def distances(points: np.ndarray, first: int, last: int, planes: np.ndarray) -> 
         for f in range(planes.shape[0]):
             out[i - first, f] = planes[f, 0] * x + planes[f, 1] * y + planes[f, 2] * z - planes[f, 3]
     return out
-
-
-@numba.njit(cache=True)
-def clear_of_box(points: np.ndarray, count: int, bounds: np.ndarray, gap: float) -> bool:
-    """The box of ``points[:count]`` is more than ``gap`` away from ``bounds`` (2, 3)."""
-    for j in range(3):
-        low, high = math.inf, -math.inf
-        for i in range(count):
-            value = points[i, j]
-            low = min(low, value)
-            high = max(high, value)
-        if low > bounds[1, j] + gap or high < bounds[0, j] - gap:
-            return True
-    return False
-
-
-@numba.njit(cache=True)
-def segment_enters(start: np.ndarray, end: np.ndarray, planes: np.ndarray, first: int, count: int,
-                   depth: float) -> bool:
-    """Does the segment ``start``–``end`` (3,) reach deeper than ``depth`` into the convex piece of
-    planes ``planes[first:first + count]`` (n, 4)? Cyrus–Beck clipping against the planes moved
-    inward by ``depth``: the part inside is ``[lo, hi]`` of the segment's parameter; a segment
-    whose ends are both outside one plane misses the piece."""
-    lo, hi = 0.0, 1.0
-    for f in range(first, first + count):
-        n0, n1, n2, offset = planes[f, 0], planes[f, 1], planes[f, 2], planes[f, 3]
-        d0 = (n0 * start[0] + n1 * start[1] + n2 * start[2] - offset) + depth
-        d1 = (n0 * end[0] + n1 * end[1] + n2 * end[2] - offset) + depth
-        if d0 > 0.0 and d1 > 0.0:
-            return False
-        if d1 < d0:
-            lo = max(lo, d0 / (d0 - d1))
-        elif d1 > d0:
-            hi = min(hi, d0 / (d0 - d1))
-    return lo < hi
-
-
-@numba.njit(cache=True)
-def _apart(start: np.ndarray, end: np.ndarray, box: np.ndarray, gap: float) -> bool:
-    """The box of the segment ``start``–``end`` (3,) is more than ``gap`` away from ``box``
-    (2, 3: min, max corners) along some axis."""
-    for j in range(3):
-        if min(start[j], end[j]) > box[1, j] + gap or max(start[j], end[j]) < box[0, j] - gap:
-            return True
-    return False
-
-
-#: Rounding slack (m) of the box tests that skip work: far above the plane distances' rounding
-#: (~1e-17 m on these bodies), far below any distance the model resolves.
-_SLACK_M = 1e-9
-
-
-@numba.njit(cache=True)
-def _edges_enter(ends: np.ndarray, first: int, last: int, planes: np.ndarray, pieces: int, fmax: int,
-                 piece_bounds: np.ndarray, depth: float) -> bool:
-    """Does a segment (rows ``2k``, ``2k + 1`` of ``ends[first:last]``) enter a piece of a body
-    (planes (P·Fmax, 4), boxes (P, 2, 3)) deeper than ``depth``? A segment's part inside a piece
-    lies in the piece's box, so the pairs whose boxes are apart are skipped."""
-    for k in range(first, last, 2):
-        for p in range(pieces):
-            if not _apart(ends[k], ends[k + 1], piece_bounds[p], _SLACK_M) and segment_enters(
-                    ends[k], ends[k + 1], planes, p * fmax, fmax, depth):
-                return True
-    return False
-
-
-@numba.njit(cache=True)
-def penetrates(rotation: np.ndarray, origin: np.ndarray, active_points: np.ndarray, n_active_vertices: int,
-               n_active_planar: int, passive_points: np.ndarray, n_passive_vertices: int,
-               active_planes: np.ndarray, active_pieces: int, passive_planes: np.ndarray, passive_pieces: int,
-               fmax_active: int, fmax_passive: int, passive_bounds: np.ndarray, active_piece_bounds: np.ndarray,
-               passive_piece_bounds: np.ndarray, depth: float) -> bool:
-    """``contact_geometry.interpenetrate`` of the two bodies at tcp2passive ``(rotation, origin)``:
-    an edge of either enters a piece of the other deeper than ``depth``."""
-    active = place(active_points[:n_active_planar], rotation, origin)
-    if clear_of_box(active, n_active_vertices, passive_bounds, 0.0):
-        return False
-    if _edges_enter(active, n_active_vertices, n_active_planar, passive_planes, passive_pieces, fmax_passive,
-                    passive_piece_bounds, depth):
-        return True
-    passive = place_inverse(passive_points[n_passive_vertices:], rotation, origin)
-    return _edges_enter(passive, 0, passive.shape[0], active_planes, active_pieces, fmax_active,
-                        active_piece_bounds, depth)
-
-
-@numba.njit(cache=True)
-def rotation_of(x: float, y: float, z: float) -> np.ndarray:
-    """``se3.rotation_of`` (Rodrigues, same arithmetic) of the rotation vector (x, y, z)."""
-    angle2 = x * x + y * y + z * z
-    if angle2 < 1e-16:
-        a, b = 1.0 - angle2 / 6.0, 0.5 - angle2 / 24.0
-    else:
-        angle = math.sqrt(angle2)
-        half = math.sin(0.5 * angle)
-        a, b = math.sin(angle) / angle, 2.0 * half * half / angle2
-    return _so3_series(x, y, z, a, b)
-
-
-@numba.njit(cache=True)
-def _so3_series(x: float, y: float, z: float, a: float, b: float) -> np.ndarray:
-    """``I + a [w]x + b [w]x^2`` (3, 3) of w = (x, y, z), written out: the form both the rotation
-    (Rodrigues) and its left Jacobian take, with their own coefficients."""
-    bxy, bxz, byz = b * x * y, b * x * z, b * y * z
-    out = np.empty((3, 3))
-    out[0, 0], out[0, 1], out[0, 2] = 1.0 - b * (y * y + z * z), bxy - a * z, bxz + a * y
-    out[1, 0], out[1, 1], out[1, 2] = bxy + a * z, 1.0 - b * (x * x + z * z), byz - a * x
-    out[2, 0], out[2, 1], out[2, 2] = bxz - a * y, byz + a * x, 1.0 - b * (x * x + y * y)
-    return out
-
-
-@numba.njit(cache=True)
-def gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
-    """(translation m, rotation angle rad) between two poses (4, 4)."""
-    rel = np.empty((3, 3))
-    for i in range(3):
-        for j in range(3):
-            rel[i, j] = start[0, i] * end[0, j] + start[1, i] * end[1, j] + start[2, i] * end[2, j]
-    x, y, z = rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1]
-    sine = 0.5 * math.sqrt(x * x + y * y + z * z)
-    angle = math.atan2(sine, 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0))
-    dx, dy, dz = end[0, 3] - start[0, 3], end[1, 3] - start[1, 3], end[2, 3] - start[2, 3]
-    return math.sqrt(dx * dx + dy * dy + dz * dz), angle
-
-
-@numba.njit(cache=True)
-def apply(commanded: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """real (4, 4) of deformation ``e`` (6,) ``[t, θu]`` from ``commanded`` (4, 4):
-    ``commanded · [Exp(θu), t]``."""
-    turn = rotation_of(e[3], e[4], e[5])
-    pose = np.eye(4)
-    for i in range(3):
-        for j in range(3):
-            pose[i, j] = commanded[i, 0] * turn[0, j] + commanded[i, 1] * turn[1, j] + commanded[i, 2] * turn[2, j]
-        pose[i, 3] = commanded[i, 0] * e[0] + commanded[i, 1] * e[1] + commanded[i, 2] * e[2] + commanded[i, 3]
-    return pose
-
-
-@numba.njit(cache=True)
-def interpolate(start: np.ndarray, end: np.ndarray, step: np.ndarray, s: float) -> np.ndarray:
-    """Pose (4, 4) a fraction ``s`` of the way from ``start`` to ``end`` (4, 4): translation
-    linear, rotation ``start · Exp(s · step)``, ``step`` (3,) the rotation vector of
-    ``startᵀ end``."""
-    turn = rotation_of(s * step[0], s * step[1], s * step[2])
-    pose = np.eye(4)
-    for i in range(3):
-        for j in range(3):
-            pose[i, j] = start[i, 0] * turn[0, j] + start[i, 1] * turn[1, j] + start[i, 2] * turn[2, j]
-        pose[i, 3] = (1.0 - s) * start[i, 3] + s * end[i, 3]
-    return pose
-
-
-@numba.njit(cache=True)
-def bisect(free: np.ndarray, blocked: np.ndarray, step: np.ndarray, extent: float, tolerance: float,
-           active_points: np.ndarray, n_active_vertices: int, n_active_planar: int, passive_points: np.ndarray,
-           n_passive_vertices: int, active_planes: np.ndarray, active_pieces: int, passive_planes: np.ndarray,
-           passive_pieces: int, fmax_active: int, fmax_passive: int, passive_bounds: np.ndarray,
-           active_piece_bounds: np.ndarray, passive_piece_bounds: np.ndarray) -> float:
-    """Largest fraction of the way from ``free`` to ``blocked`` (4, 4) found free of
-    interpenetration deeper than ``tolerance``, to ``tolerance / 4`` of motion (``extent``: the
-    motion's translation plus angle times the active's radius)."""
-    lo, hi = 0.0, 1.0
-    while (hi - lo) * extent > 0.25 * tolerance:
-        mid = 0.5 * (lo + hi)
-        pose = interpolate(free, blocked, step, mid)
-        if penetrates(pose[:3, :3], pose[:3, 3], active_points, n_active_vertices, n_active_planar,
-                      passive_points, n_passive_vertices, active_planes, active_pieces, passive_planes,
-                      passive_pieces, fmax_active, fmax_passive, passive_bounds, active_piece_bounds,
-                      passive_piece_bounds, tolerance):
-            hi = mid
-        else:
-            lo = mid
-    return lo
 
 
 @numba.njit(cache=True)
@@ -424,112 +277,3 @@ def search(rotation: np.ndarray, origin: np.ndarray, active_points: np.ndarray, 
         for j in range(3):
             points[k, j], normals[k, j] = e_points[i, j], e_normals[i, j]
     return kinds, points, normals, values, active_inside or passive_inside
-
-
-@numba.njit(cache=True)
-def deformation(commanded: np.ndarray, real: np.ndarray) -> np.ndarray:
-    """e (6,) ``[t, θu]`` of the real pose (4, 4) in the commanded one (4, 4), both in one frame
-    (``se3.rotvec_of``'s closed form); NaNs beyond ~154° of rotation, where that form loses
-    digits (the caller then asks scipy)."""
-    e = np.empty(6)
-    rel = np.empty((3, 3))
-    for i in range(3):
-        for j in range(3):
-            rel[i, j] = commanded[0, i] * real[0, j] + commanded[1, i] * real[1, j] + commanded[2, i] * real[2, j]
-        e[i] = (commanded[0, i] * (real[0, 3] - commanded[0, 3]) + commanded[1, i] * (real[1, 3] - commanded[1, 3])
-                + commanded[2, i] * (real[2, 3] - commanded[2, 3]))
-    x, y, z = rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1]
-    cosine = 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0)
-    if cosine < -0.9:
-        e[3:] = np.nan
-        return e
-    sine = 0.5 * math.sqrt(x * x + y * y + z * z)
-    angle = math.atan2(sine, cosine)
-    factor = 0.5 * angle / sine if sine > 1e-12 else 0.5 + angle * angle / 12.0
-    e[3], e[4], e[5] = factor * x, factor * y, factor * z
-    return e
-
-
-@numba.njit(cache=True)
-def left_jacobian(x: float, y: float, z: float) -> np.ndarray:
-    """J_l (3, 3) of the rotation vector (x, y, z): ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)``."""
-    theta2 = x * x + y * y + z * z
-    theta = math.sqrt(theta2)
-    if theta < 1e-8:
-        c1, c2 = 0.5, 0.0
-    else:
-        c1, c2 = (1.0 - math.cos(theta)) / theta2, (theta - math.sin(theta)) / (theta2 * theta)
-    return _so3_series(x, y, z, c1, c2)
-
-
-@numba.njit(cache=True)
-def _row(out: np.ndarray, r: int, n0: float, n1: float, n2: float, lever: np.ndarray, jl: np.ndarray) -> None:
-    """Row r of ``out``: the normal (n0, n1, n2) and ``(lever × n) J_l``."""
-    c0 = lever[1] * n2 - lever[2] * n1
-    c1 = lever[2] * n0 - lever[0] * n2
-    c2 = lever[0] * n1 - lever[1] * n0
-    out[r, 0], out[r, 1], out[r, 2] = n0, n1, n2
-    for j in range(3):
-        out[r, 3 + j] = c0 * jl[0, j] + c1 * jl[1, j] + c2 * jl[2, j]
-
-
-@numba.njit(cache=True)
-def qp_rows(commanded: np.ndarray, real: np.ndarray, e0: np.ndarray, normals: np.ndarray, points: np.ndarray,
-            dist: np.ndarray, friction: float, cos_sides: np.ndarray, sin_sides: np.ndarray, hook: bool,
-            hook_gap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The contacts (passive frame: normals, points (m, 3), distances (m,)) linearised about the
-    real pose, whose deformation from ``commanded`` (4, 4) is ``e0`` (6,): the QP's rows ``a x >= b``
-    and the plain normal rows ``a_n e >= b_n`` (m, 6), (m,). Row i: ``dist_i + n_i·δt + (r_i ×
-    n_i)·J_l(θu₀) δθu >= 0``, in the commanded frame, ``r_i`` the lever from the real origin to
-    the contact. With ``friction`` μ > 0 each contact's QP row is one per side k of the pyramid,
-    normal ``n + μ (cos_k t₁ + sin_k t₂)`` (t₁, t₂ unit, perpendicular to n and each other).
-    With ``hook`` two more rows and a 7th variable, the hook's stretch s: ``s − h·e >= hook_gap``
-    (h the passive's z in the commanded frame) and ``s >= 0``."""
-    m = dist.shape[0]
-    jl = left_jacobian(e0[3], e0[4], e0[5])
-    a_n = np.empty((m, 6))
-    lever = np.empty(3)
-    sides = cos_sides.shape[0] if friction != 0.0 else 1
-    count = m * sides
-    a = np.zeros((count + (2 if hook else 0), 7 if hook else 6))
-    rows = np.empty((count, 6))
-    for i in range(m):
-        n = np.empty(3)
-        for j in range(3):  # row vectors times cmd2passive's rotation: passive -> cmd frame
-            n[j] = (normals[i, 0] * commanded[0, j] + normals[i, 1] * commanded[1, j]
-                    + normals[i, 2] * commanded[2, j])
-            lever[j] = ((points[i, 0] - real[0, 3]) * commanded[0, j]
-                        + (points[i, 1] - real[1, 3]) * commanded[1, j]
-                        + (points[i, 2] - real[2, 3]) * commanded[2, j])
-        _row(a_n, i, n[0], n[1], n[2], lever, jl)
-        if friction == 0.0:
-            for j in range(6):
-                rows[i, j] = a_n[i, j]
-            continue
-        if abs(n[0]) < 0.9:  # t₁ = n × x
-            f0, f1, f2 = 0.0, n[2], -n[1]
-        else:  # t₁ = n × y
-            f0, f1, f2 = -n[2], 0.0, n[0]
-        norm = math.sqrt(f0 * f0 + f1 * f1 + f2 * f2)
-        f0, f1, f2 = f0 / norm, f1 / norm, f2 / norm
-        s0, s1, s2 = n[1] * f2 - n[2] * f1, n[2] * f0 - n[0] * f2, n[0] * f1 - n[1] * f0
-        for k in range(sides):
-            c, s = cos_sides[k], sin_sides[k]
-            _row(rows, i * sides + k, n[0] + friction * (c * f0 + s * s0), n[1] + friction * (c * f1 + s * s1),
-                 n[2] + friction * (c * f2 + s * s2), lever, jl)
-    b = np.empty(a.shape[0])
-    b_n = np.empty(m)
-    for i in range(m):
-        b_n[i] = (a_n[i, 0] * e0[0] + a_n[i, 1] * e0[1] + a_n[i, 2] * e0[2] + a_n[i, 3] * e0[3]
-                  + a_n[i, 4] * e0[4] + a_n[i, 5] * e0[5]) - dist[i]
-    for r in range(count):
-        for j in range(6):
-            a[r, j] = rows[r, j]
-        b[r] = (rows[r, 0] * e0[0] + rows[r, 1] * e0[1] + rows[r, 2] * e0[2] + rows[r, 3] * e0[3]
-                + rows[r, 4] * e0[4] + rows[r, 5] * e0[5]) - dist[r // sides]
-    if hook:
-        for j in range(3):
-            a[count, j] = -commanded[2, j]
-        a[count, 6], a[count + 1, 6] = 1.0, 1.0
-        b[count], b[count + 1] = hook_gap, 0.0
-    return a, b, a_n, b_n

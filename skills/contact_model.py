@@ -1,13 +1,14 @@
 """The contact model of one active/passive pair: :class:`ContactModel` and what it does at one pose.
 
-The model's configuration and the tables its compiled kernels (``contact_kernels.py``) read,
-built once per model; the SIROM pair (:func:`sirom_contact_model`); the structure's stiffness
-(:func:`structural_stiffness`); :class:`HookPull`; and the operations at one pose: the contact
-search (:func:`find_contacts`), the interpenetration test (:func:`interpenetrates`), the
-bisection back toward a free pose, and one QP step (the contacts linearised about the real pose,
-friction and hooks included, solved by ``contact_qp.py``). Building a model runs each kernel
-once (``_warm_up``). The stepping solver (:func:`orbitree.skills.contact.solve_contact`) and the
-model's conventions and sources: ``contact.py``, which re-exports all of this.
+The model's configuration and the tables its compiled kernels (``contact_kernels.py`` and the
+modules it re-exports) read, built once per model; the SIROM pair (:func:`sirom_contact_model`);
+the structure's stiffness (:func:`structural_stiffness`); :class:`HookPull`; and the operations at
+one pose: the contact search (:func:`find_contacts`), the interpenetration test
+(:func:`interpenetrates`), the bisection back toward a free pose, and one QP step (the contacts
+linearised about the real pose, friction and hooks included, solved by ``contact_qp.py``). Building
+a model runs each kernel once (``_warm_up``). The stepping solver
+(:func:`orbitree.skills.contact.solve_contact`) and the model's conventions and sources:
+``contact.py``, which re-exports all of this.
 """
 
 from __future__ import annotations
@@ -229,13 +230,13 @@ def interpenetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
 def _penetrates(model: ContactModel, tcp2passive: np.ndarray) -> bool:
     """``contact_geometry.interpenetrate`` at ``tcp2passive`` from the plane distances of every
     edge end at once (all pieces: the per-piece box culling costs more than it saves on so few
-    pieces): ``contact_kernels.penetrates``."""
+    pieces): ``contact_penetration_kernels.penetrates``."""
     return kernels.penetrates(tcp2passive[:3, :3], tcp2passive[:3, 3], *model.tables.solid, model.tolerance_m)
 
 
 def _bisect(model: ContactModel, free: np.ndarray, blocked: np.ndarray) -> float:
     """Largest fraction of the way from ``free`` to ``blocked`` found free, to ~tol / 4
-    (``contact_kernels.bisect``; the poses on the way are :func:`_interpolate`'s)."""
+    (``contact_penetration_kernels.bisect``; the poses on the way are :func:`_interpolate`'s)."""
     distance, angle = _gap(free, blocked)
     step = rotvec_of(free[:3, :3].T @ blocked[:3, :3])
     return kernels.bisect(free, blocked, step, distance + angle * model.active.radius, model.tolerance_m,
@@ -265,7 +266,7 @@ def _qp_step(
 ) -> tuple[np.ndarray, ContactSet]:
     """Candidate real pose, and the contacts with their distances predicted there.
 
-    The QP's rows (``contact_kernels.qp_rows``): the contacts linearised about ``real`` (with
+    The QP's rows (``contact_qp_kernels.qp_rows``): the contacts linearised about ``real`` (with
     friction, ``friction_sides`` rows per contact, the linearised cone's sides), and with
     ``hook`` the hook's spring: the real TCP's height over the passive face is ``cmd[2, 3] +
     cmd[2, :3] · e_t`` (the passive frame's z row of the real origin), its stretch ``s >= that −
@@ -295,6 +296,6 @@ def _qp_step(
 
 
 def _deformation_of(cmd: np.ndarray, real: np.ndarray) -> np.ndarray:
-    """:func:`_deformation` compiled (``contact_kernels.deformation``), scipy's log map beyond ~154°."""
+    """:func:`_deformation` compiled (``contact_pose_kernels.deformation``), scipy's log map beyond ~154°."""
     e = kernels.deformation(cmd, real)
     return _deformation(cmd, real) if math.isnan(e[3]) else e

@@ -114,12 +114,12 @@ def _interpolate(start: np.ndarray, end: np.ndarray, s: float) -> np.ndarray:
 
 
 def _gap(start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
-    """(translation m, rotation angle rad) between two poses (``contact_kernels.gap``)."""
+    """(translation m, rotation angle rad) between two poses (``contact_pose_kernels.gap``)."""
     return kernels.gap(start, end)
 
 
 def _left_jacobian(rotvec: np.ndarray) -> np.ndarray:
-    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)`` (``contact_kernels.left_jacobian``)."""
+    """J_l (3, 3) with ``Exp(ω + δ) ≈ Exp(J_l(ω) δ) Exp(ω)`` (``contact_pose_kernels.left_jacobian``)."""
     return kernels.left_jacobian(*rotvec.tolist())
 
 

@@ -1,5 +1,5 @@
-"""The contact model's compiled kernels (skills/contact_kernels.py) against the model they replaced
-and against their own interpreted code.
+"""The contact model's compiled kernels (skills/contact_kernels.py and the modules it re-exports)
+against the model they replaced and against their own interpreted code.
 
 tests/skills/data/contact_ticks.json holds 30 solve_contact calls of the flagship at 500 Hz (seed
 start of benchmarks/sim_speed.py): no contact, hooks pulling in free space, and hooks with 1-6 QP
