@@ -187,3 +187,5 @@ def warm_up() -> None:
     """Load (or compile) the kernel once, outside any tick."""
     fixed = np.tile(np.eye(4), (6, 1, 1))
     chain(fixed, np.zeros(6), np.eye(4), True, np.empty((8, 4, 4)), np.empty((6, 6)))
+    fixed.flags.writeable = False  # the arm's table of fixed links is kept read-only: its own specialisation
+    chain(fixed, np.zeros(6), np.eye(4), True, np.empty((8, 4, 4)), np.empty((6, 6)))
