@@ -36,12 +36,11 @@ The images are the same as rendered in line (one worker renders frames in order 
 generator), unless a frame is dropped because the worker fell behind.
 
 ``render(..., region=box or boxes)`` renders only those pixels, bit for bit the whole frame's
-(:mod:`orbitree.drivers.sim_region`; ``benchmarks/render_region.py``). With ``lazy_frames`` (the
-sim world's cameras, rendering in line) ``read`` hands out a
-:class:`~orbitree.drivers.lazy_frame.LazyFrame` at capture, its poses, noise draw and scene state
-taken then, rendered whole or in the parts a reader asks for when it reads them: the
-BoardTracker asks for its markers' windows (5 % of the image on the flagship's approach), and
-a frame nobody reads is never rendered. The pixels are the same as rendered at capture.
+(:mod:`orbitree.drivers.sim_region`). With ``lazy_frames`` (the sim world's cameras, rendering
+in line) ``read`` hands out a :class:`~orbitree.drivers.lazy_frame.LazyFrame`, its poses, noise
+draw and scene state taken at capture, rendered whole or in the parts a reader asks for (the
+BoardTracker: its markers' windows) when read, with the same pixels; one nobody reads is never
+rendered.
 
 Ground truth never travels with the image: ``read()`` returns only a :class:`Frame` (image,
 stamp, camera name, frame counter); tests and the sim world ask ``ground_truth_board2cam(name)``
@@ -55,14 +54,8 @@ Usage::
     cam.step(t)
     frame = cam.read()
 
-Speed: a 1280x720 frame cost 24-29 ms before issue 15's work and 7-8 ms of CPU after its sixth
-round (``benchmarks/render_side_by_side.py``: the flagship's frames rendered by this renderer and
-by an earlier revision, alternately, pinned to one core); the README's "Benchmarks" section gives
-the rounds and what each changed. What is left, per frame: the markers' sampling (compiled,
-k x k samples only on the pixels whose samples can differ, ``sim_texkernel``), the exposure (one
-compiled pass, ``sim_expose``), the passive interface's faces (``sim_coverage``), the table and
-the motion blur. A frame read in parts (:class:`~orbitree.drivers.lazy_frame.LazyFrame`, a
-tracker's windows) costs what those parts and the markers in them cost.
+Speed: 24-29 ms of CPU a 1280x720 frame before issue 15's work, 7-8 ms after its sixth round
+(``benchmarks/render_side_by_side.py``; the README's "Benchmarks" section gives each round).
 """
 
 from __future__ import annotations
