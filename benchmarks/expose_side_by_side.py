@@ -42,7 +42,10 @@ def record(every: int) -> list[tuple]:
 
     ImageSensor.expose = expose
     try:
-        Executive(load_mission(MISSION, [SEED_START]), seed=0).run()
+        executive = Executive(load_mission(MISSION, [SEED_START]), seed=0)
+        for camera in executive.ctx.world.cameras.values():
+            camera.lazy_frames = False  # whole frames, each exposed once at its capture
+        executive.run()
     finally:
         ImageSensor.expose = original
     return frames
