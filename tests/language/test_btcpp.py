@@ -83,7 +83,8 @@ def test_the_flagships_subtrees_are_trees_of_their_own_and_its_leaves_are_declar
     assert main(["tree", str(MISSIONS[0]), "--format", "btcpp"]) == 0
     root = ET.fromstring(capsys.readouterr().out)
     ids = [t.get("ID") for t in root.findall("BehaviorTree")]
-    assert ids == ["sirom-dock", "sirom-dock recovery", "dock sequence", "sweep the table", "safe retreat"]
+    assert ids == ["sirom-dock", "sirom-dock recovery", "dock sequence", "find and approach", "sweep the table",
+                   "safe retreat"]
     declared = {m.get("ID") for m in root.find("TreeNodesModel")}
     assert set(default_registry().leaves) <= declared and "ParallelPolicy" in declared
     ports = {p.get("name") for p in root.find("TreeNodesModel").find("Action[@ID='approach']")}

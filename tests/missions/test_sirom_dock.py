@@ -149,7 +149,7 @@ def test_a_docking_pose_below_the_workspace_floor_is_refused_before_moving_and_t
     log = tmp_path / "run.jsonl"
     result = Executive(load_mission(MISSION, [low]), log_path=str(log)).run()
     assert (result.status, result.summary["safety_violations"]) == ("FAILURE", [])  # not ABORTED by the monitor
-    assert result.reason == "tree returned FAILURE: mission > abandon > docking abandoned"
+    assert result.reason == "tree returned FAILURE: abandon > docking abandoned"
     refused = [e for t in read_log(log).ticks for e in t.get("events", ()) if e["kind"] == "goal_unreachable"]
     assert refused and refused[0]["reason"].startswith("goal outside the workspace: TCP z ")
     assert refused[0]["node"] == "final approach"

@@ -98,7 +98,7 @@ def test_a_dock_damped_for_a_soft_contact_stops_on_a_stiff_one_and_says_why(tmp_
     # the dock stops itself; when the diverging reading in that tick also crosses the monitor's
     # 120 N (across axes: each saturates at 100 N), the monitor aborts to the same safe retreat
     if result.status == "FAILURE":
-        assert result.reason == "tree returned FAILURE: mission > abandon > docking abandoned"
+        assert result.reason == "tree returned FAILURE: abandon > docking abandoned"
     else:
         assert result.status == "ABORTED" and result.reason.startswith("safety: arm: wrist force")
         assert result.reason.endswith("recovery 'safe retreat' SUCCESS")
