@@ -47,7 +47,9 @@ one ``orbitree run`` subprocess per run saves the ~1.5 s of imports per run, and
 workers are still separate processes, so a crash is contained. A run that raises is recorded with
 status ``error`` and the exception (traceback in ``runs/<case>.<cycle>.error.txt``); a worker
 that dies (a segfault in a native library) is replaced and its runs retried once before they are
-recorded as ``error``. Ctrl-C stops starting runs and aborts the running ones within a tick (their
+recorded as ``error``. With ``logs: failures`` a run goes without a log and one that did not
+succeed is run again with it (same seed, same run; the row's ``replay`` says whether it ended the
+same). Ctrl-C stops starting runs and aborts the running ones within a tick (their
 logs get footers), writes the outputs of what ran, and exits 130.
 
 **Outputs** (written by :mod:`orbitree.campaign.outputs`) in ``DIR``: ``summary.csv`` (one row

@@ -9,7 +9,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,22 +63,47 @@ def run_case(spec: RunSpec) -> dict[str, Any]:
 
 
 def execute(runner: Callable[[RunSpec], dict[str, Any]], spec: RunSpec) -> dict[str, Any]:
-    """Run one spec in a worker; any exception becomes a row with status ``error``."""
+    """Run one spec in a worker; any exception becomes a row with status ``error``.
+
+    With ``logs: failures`` the run goes without a log (writing one costs ~10 % of a flagship
+    run) and a run that did not succeed is run again with its log: the same seed gives the same
+    run, so the log is the failed run's. The row is the logged run's; its summary's ``replay``
+    says whether the first run ended the same (a run that does not is not deterministic).
+    """
     started = time.perf_counter()
+    quiet = spec.log is not None and spec.keep_log == "failures"
+    outcome = _attempt(runner, replace(spec, log=None) if quiet else spec)
+    log = spec.log
+    if quiet and outcome["status"] != "SUCCESS" and not _cancelled():
+        outcome = _replayed(outcome, _attempt(runner, spec))
+    elif log and spec.keep_log == "failures":
+        Path(log).unlink(missing_ok=True)  # (none written)
+        log = None
+    return make_row(spec, outcome, time.perf_counter() - started, log)
+
+
+def _attempt(runner: Callable[[RunSpec], dict[str, Any]], spec: RunSpec) -> dict[str, Any]:
     try:
-        outcome = runner(spec)
+        return runner(spec)
     except Exception as exc:
         text = "; ".join(str(exc).splitlines()) or "(no message)"
-        outcome = {"status": "error", "reason": f"{type(exc).__name__}: {text}", "summary": None}
         if spec.log:
             trace = Path(spec.log).with_suffix(".error.txt")
             trace.parent.mkdir(parents=True, exist_ok=True)
             trace.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-    log = spec.log
-    if log and spec.keep_log == "failures" and outcome["status"] == "SUCCESS":
-        Path(log).unlink(missing_ok=True)
-        log = None
-    return make_row(spec, outcome, time.perf_counter() - started, log)
+        return {"status": "error", "reason": f"{type(exc).__name__}: {text}", "summary": None}
+
+
+def _cancelled() -> bool:
+    return _cancel_event is not None and _cancel_event.is_set()
+
+
+def _replayed(first: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
+    """The logged rerun's outcome, its summary saying whether the first run ended the same."""
+    ends = [(o["status"], o["reason"], (o.get("summary") or {}).get("sim_time_s")) for o in (first, logged)]
+    same = ends[0] == ends[1]
+    note = "same" if same else f"differs: the first run ended {ends[0][0]} at {ends[0][2]} s: {ends[0][1]}"
+    return {**logged, "summary": {**(logged.get("summary") or {}), "replay": note}}
 
 
 def error_row(spec: RunSpec, reason: str) -> dict[str, Any]:

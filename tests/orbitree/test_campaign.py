@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from orbitree.campaign.local import run_campaign
-from orbitree.campaign.runs import RunSpec, run_case
+from orbitree.campaign.runs import RunSpec, execute, run_case
 from orbitree.campaign.spec import assignment, load_campaign, plan
 from orbitree.cli import main
 from orbitree.runtime.recorder import read_log
@@ -229,3 +229,33 @@ def test_fault_campaign_counts_success_safe_abort_violation_error_per_fault_kind
     index = (out / "index.md").read_text()
     assert "| target_bumped | 0 | 0 | 1 | 0 |" in index
     assert "| peak contact force (ground truth) | 131.00 N (bumped.0) |" in index
+
+
+def test_logs_failures_runs_without_a_log_and_replays_a_failed_run_with_its_log(tmp_path):
+    campaign = write(tmp_path / "c.yaml", THREE_CASES.replace("cycles: 2", "cycles: 1") + "logs: failures\n")
+    out = tmp_path / "out"
+    assert main(["campaign", str(campaign), "-o", str(out), "--no-progress", "--workers", "2"]) == 1
+    rows = {r["case"]: r for r in rows_of(out / "summary.csv")}
+    nominal = rows["nominal"]
+    assert nominal["status"] == "SUCCESS" and nominal["log"] == "" and nominal["replay"] == ""
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["aborted.0.jsonl", "short.0.jsonl"]
+    for case, sim_time in (("aborted", 2.0), ("short", 2.98)):  # replayed with the log: the same run, logged
+        row = rows[case]
+        assert row["status"] == "FAILURE" and row["replay"] == "same" and float(row["sim_time_s"]) == sim_time
+        summary = read_log(out / row["log"]).footer["summary"]
+        assert (summary["status"], summary["reason"]) == ("FAILURE", row["reason"])
+        assert summary["sim_time_s"] == sim_time
+
+
+def changing_runner(spec: RunSpec) -> dict:
+    """Fails when run without a log, succeeds with one: a run that is not deterministic."""
+    status = "FAILURE" if spec.log is None else "SUCCESS"
+    summary = {"sim_time_s": 1.0 if spec.log else 2.5}
+    return {"status": status, "reason": f"tree returned {status}", "summary": summary}
+
+
+def test_a_replay_that_ends_otherwise_than_its_first_run_says_so_in_its_row(tmp_path):
+    spec = RunSpec("c.0", "c", 0, 1, str(DEMO), (), str(tmp_path / "c.0.jsonl"), "failures")
+    row = execute(changing_runner, spec)
+    assert row["status"] == "SUCCESS" and row["log"] == spec.log  # the logged run's row, and its log
+    assert row["summary"]["replay"] == "differs: the first run ended FAILURE at 2.5 s: tree returned FAILURE"
