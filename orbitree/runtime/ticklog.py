@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from itertools import compress
 from json.encoder import encode_basestring_ascii as _string  # json.dumps's, in C
@@ -30,7 +31,8 @@ class TickLog:
     ``initialise`` and ``terminate``), so only those nodes are looked at: the executive's timer
     notes in ``touched`` the nodes it ticks whose status or feedback then differ from the logged
     ones (``seen``; a node ticked is done with its tick when py_trees yields it, and only a stop
-    changes it after that), and every node's ``stop`` notes itself there too.
+    changes it after that), and a node's ``stop`` by another node notes it there too (in
+    ``terminate``, which every py_trees ``stop`` calls; ``_note_stops``).
     The whole tree is compared on the first record, after ``rescan()`` (a tick of a tree the
     timer does not see: the recovery) and on the final record. The record is formatted around
     the JSON of the fields that changed, and the views' snapshots share the lists and the
@@ -181,6 +183,8 @@ class TickLog:
         # in node order, as a comparison of every node lists them: one sort of the ids in C
         # rather than one of each dict found
         touched.sort()
+        if touched[0] < 0:  # the timer's spare slot (a node not of the tree): nothing to log
+            del touched[:bisect_left(touched, 0)]
         behaviours, statuses, messages = self.behaviours, self._last_status, self._last_feedback
         changed: dict[int, str] = {}
         fb: dict[int, str] = {}
@@ -234,13 +238,34 @@ def _values(dirty: Iterable[str], cache: dict[str, bool], patterns: list[str]) -
 
 
 def _note_stops(node: py_trees.behaviour.Behaviour, i: int, touched: list[int]) -> None:
-    """Wrap ``node.stop`` so that each call notes ``i`` in ``touched`` (a stop may change the
-    node's status and, through ``terminate``, its feedback)."""
-    stop = node.stop
+    """Have each stop of ``node`` by another node note ``i`` in ``touched`` (it may change the
+    node's status and, through ``terminate``, its feedback after the node's own tick).
+
+    Every py_trees ``stop`` (a behaviour's, a composite's, a decorator's) calls the node's
+    ``terminate`` before it sets the new status, so the note is taken there: a node that keeps
+    py_trees' own ``terminate`` (which does nothing) gets the note in its place, a call for a call;
+    one with a ``terminate`` of its own gets it wrapped (a motion leaf stopping its arm). Only a
+    stop to INVALID is noted: that is how py_trees stops a node from outside it (a parent
+    interrupting its children, a halt); a stop to SUCCESS or FAILURE is a node ending its own
+    tick, which it then yields to the timer with that status (py_trees' ``tick`` methods:
+    ``self.stop(status)``, then ``yield self``)."""
     note = touched.append
+    terminate = node.terminate
+    invalid = py_trees.common.Status.INVALID
+    if getattr(terminate, "__func__", None) is _NOOP_TERMINATE:
 
-    def noted_stop(new_status: py_trees.common.Status) -> None:
-        note(i)
-        stop(new_status)
+        def noted(new_status: py_trees.common.Status) -> None:
+            if new_status is invalid:
+                note(i)
 
-    node.stop = noted_stop  # type: ignore[method-assign]
+    else:
+
+        def noted(new_status: py_trees.common.Status) -> None:
+            if new_status is invalid:
+                note(i)
+            terminate(new_status)
+
+    node.terminate = noted  # type: ignore[method-assign]
+
+
+_NOOP_TERMINATE = py_trees.behaviour.Behaviour.terminate
