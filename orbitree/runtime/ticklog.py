@@ -65,8 +65,12 @@ class TickLog:
         for i, node in enumerate(self.behaviours):
             _note_stops(node, i, self.touched)
         # '"3":"RUNNING"' per node and status: the status field's JSON, made once
-        self._status_text = [{name: f'"{i}":"{name}"' for name in _STATUS_NAMES} for i in self._ids]
-        self._id_text = [f'"{i}":' for i in self._ids]  # '"3":', a feedback entry's key
+        # a status or feedback field's JSON, made once per node (and status): its first entry
+        # with the field's name, ',"status":{"3":"RUNNING"', and the next ones, ',"4":"SUCCESS"'
+        self._status_first = [{name: f',"status":{{"{i}":"{name}"' for name in _STATUS_NAMES} for i in self._ids]
+        self._status_next = [{name: f',"{i}":"{name}"' for name in _STATUS_NAMES} for i in self._ids]
+        self._feedback_first = [f',"feedback":{{"{i}":' for i in self._ids]
+        self._feedback_next = [f',"{i}":' for i in self._ids]
         self._last_status = [b.status for b in self.behaviours]
         self._last_feedback = ["" for _ in self.behaviours]
         # each node's status and feedback as last logged (by node id, changed in place only): the
@@ -128,10 +132,14 @@ class TickLog:
 
     def _format_queue(self) -> list[str]:
         """The queued tick records as JSON lines, exactly as ``dumps`` would write them (same
-        fields, same order, same text); the queue is emptied."""
+        fields, same order, same text); the queue is emptied. The status and feedback fields
+        are put together from texts made once per node (``_status_first`` and the like), entry
+        after entry, rather than joined from a list made for each record."""
         queue, self._queue = self._queue, []
-        text, key = self._status_text, self._id_text
+        first_status, next_status = self._status_first, self._status_next
+        first_key, next_key = self._feedback_first, self._feedback_next
         lines = []
+        append = lines.append
         for n, t, tick_ms, bb_text, changed, fb, tail in queue:
             # t and tick_ms as decimal_text writes them, inlined for the usual range (a call
             # costs as much as the formatting)
@@ -144,15 +152,27 @@ class TickLog:
                     ms_text += "0"
             else:
                 t_text, ms_text = decimal_text(t, 6), decimal_text(tick_ms, 4)
-            record = f'{{"type":"tick","n":{n:d},"t":{t_text},"tick_ms":{ms_text}{bb_text}'
+            record = f'{{"type":"tick","n":{n},"t":{t_text},"tick_ms":{ms_text}{bb_text}'  # n: an int
             if changed:
-                record += ',"status":{' + ",".join([text[i][name] for i, name in changed.items()]) + "}"
+                entries = None
+                for i, name in changed.items():
+                    if entries is None:
+                        entries = first_status[i][name]  # ',"status":{"3":"RUNNING"'
+                    else:
+                        entries += next_status[i][name]  # ',"4":"SUCCESS"'
+                record += entries + "}"
             if fb:
                 try:
-                    record += ',"feedback":{' + ",".join([key[i] + _string(f) for i, f in fb.items()]) + "}"
+                    entries = None
+                    for i, message in fb.items():
+                        if entries is None:
+                            entries = first_key[i] + _string(message)  # ',"feedback":{"3":' + '"done"'
+                        else:
+                            entries += next_key[i] + _string(message)  # ',"4":' + ...
+                    record += entries + "}"
                 except TypeError:  # a message that is not a string (read_log refuses it, as before)
                     record += ',"feedback":' + dumps(fb)
-            lines.append(record + tail + "}")
+            append(record + tail + "}")
         return lines
 
     def _scan(self) -> tuple[dict[int, str], dict[int, str]]:
