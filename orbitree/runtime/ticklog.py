@@ -83,7 +83,10 @@ class TickLog:
         self._view_feedback = list(self._last_feedback)
         # tick records waiting for the recorder's next drain: (n, t, tick_ms, the bb field's
         # JSON, status changes, feedback changes, the JSON of the fields after them)
-        self._queue: list[tuple[int, float, float, str, dict[int, str], dict[int, str], str]] = []
+        # (the seven values of each record one after the other in one list: a tuple per record
+        # kept until the drain would be one more object for the garbage collector to look at
+        # in each of its passes, and a pass more every few hundred ticks)
+        self._queue: list[Any] = []
         self._logging = recorder.path is not None
         self._sample_scene = scene is not None and (self._logging or bool(self.views))  # anyone to show it?
         recorder.attach(self._format_queue)
@@ -121,7 +124,7 @@ class TickLog:
                 tail += ',"events":' + dumps(events)
             if scene:
                 tail += ',"scene":' + dumps(scene)
-            self._queue.append((n, t, tick_ms, bb_text, changed, fb, tail))
+            self._queue += (n, t, tick_ms, bb_text, changed, fb, tail)
             if _monotonic() >= self.recorder.due:  # the recorder's test, without its two calls
                 self.recorder.queued()
         if self.views:
@@ -140,7 +143,8 @@ class TickLog:
         first_key, next_key = self._feedback_first, self._feedback_next
         lines = []
         append = lines.append
-        for n, t, tick_ms, bb_text, changed, fb, tail in queue:
+        records = iter(queue)
+        for n, t, tick_ms, bb_text, changed, fb, tail in zip(*(records,) * 7, strict=True):
             # t and tick_ms as decimal_text writes them, inlined for the usual range (a call
             # costs as much as the formatting)
             if 1e-4 <= t < 1e9 and 1e-4 <= tick_ms < 1e9:
