@@ -29,7 +29,7 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
         # of the tree's) gets -1, the spare slot at the end of the lists, which no report reads
         # (the tick log drops a -1 noted). A node class with a hash of its own is looked up by id.
         if all(type(b).__hash__ is object.__hash__ for b in behaviours):
-            self._nodes: dict[Any, int] = _Index({b: i for i, b in enumerate(behaviours)})
+            self._nodes: _Index | _ById = _Index({b: i for i, b in enumerate(behaviours)})
         else:
             self._nodes = _ById(self.index)
         self._n = n
