@@ -39,6 +39,8 @@ from orbitree.language.keys import FAULTS_ACTIVE
 from orbitree.language.loader import Mission
 from orbitree.nodes.build import BuiltTree, build_tree
 from orbitree.nodes.context import Context
+from orbitree.nodes.offload import Offload
+from orbitree.nodes.structure import phase_ids
 from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
 from orbitree.runtime.lifecycle import Lifecycle
@@ -195,11 +197,13 @@ class Executive(Lifecycle, RunRecords):
         ticks.also_show(model.view.keys)
         self._ticklog = ticks  # the timer notes the nodes it ticks in ``ticks.touched``
         tick_times: list[float] = []
-        phases = {i: 0.0 for i in self.tree.phase_ids(model.phases)}
+        # the top-level phases, found in the header's nodes (the mission tree's come first)
+        phases = {i: 0.0 for i in phase_ids(header["nodes"][:len(self.tree.behaviours)], model.phases)}
         phase_nodes = [(i, self._nodes[i]) for i in phases]
         period = self.ctx.period
         running = Status.RUNNING
         status, reason, error = "ABORTED", "not started", None
+        offloads: list[Offload] | None = None  # found once set up
         started = time.monotonic()
         self.loop_times = loop = LoopTimes()
         self._parts = parts = loop.parts
@@ -236,7 +240,8 @@ class Executive(Lifecycle, RunRecords):
             no_violations: list[dict[str, Any]] = []
             # work beside a wall-clock tick (perception, a sweep's plan) starts once the tick's own
             # work is done, in the loop's slack, not competing with it for the interpreter
-            beside = [work for work in self._offloads() if work.threaded]
+            offloads = self._offloads()  # (made by the nodes' constructors and setups)
+            beside = [work for work in offloads if work.threaded]
             for work in beside:
                 work.hold = True
             while True:
@@ -323,7 +328,8 @@ class Executive(Lifecycle, RunRecords):
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
                 halted = self._halt()
-                for work in self._offloads():  # perception workers end with the run
+                # perception workers end with the run
+                for work in self._offloads() if offloads is None else offloads:
                     work.close()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:

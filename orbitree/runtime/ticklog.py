@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from itertools import compress
 from json.encoder import encode_basestring_ascii as _string  # json.dumps's, in C
@@ -30,7 +31,8 @@ class TickLog:
     ``initialise`` and ``terminate``), so only those nodes are looked at: the executive's timer
     notes in ``touched`` the nodes it ticks whose status or feedback then differ from the logged
     ones (``seen``; a node ticked is done with its tick when py_trees yields it, and only a stop
-    changes it after that), and every node's ``stop`` notes itself there too.
+    changes it after that), and a node's ``stop`` by another node notes it there too (in
+    ``terminate``, which every py_trees ``stop`` calls; ``_note_stops``).
     The whole tree is compared on the first record, after ``rescan()`` (a tick of a tree the
     timer does not see: the recovery) and on the final record. The record is formatted around
     the JSON of the fields that changed, and the views' snapshots share the lists and the
@@ -63,8 +65,12 @@ class TickLog:
         for i, node in enumerate(self.behaviours):
             _note_stops(node, i, self.touched)
         # '"3":"RUNNING"' per node and status: the status field's JSON, made once
-        self._status_text = [{name: f'"{i}":"{name}"' for name in _STATUS_NAMES} for i in self._ids]
-        self._id_text = [f'"{i}":' for i in self._ids]  # '"3":', a feedback entry's key
+        # a status or feedback field's JSON, made once per node (and status): its first entry
+        # with the field's name, ',"status":{"3":"RUNNING"', and the next ones, ',"4":"SUCCESS"'
+        self._status_first = [{name: f',"status":{{"{i}":"{name}"' for name in _STATUS_NAMES} for i in self._ids]
+        self._status_next = [{name: f',"{i}":"{name}"' for name in _STATUS_NAMES} for i in self._ids]
+        self._feedback_first = [f',"feedback":{{"{i}":' for i in self._ids]
+        self._feedback_next = [f',"{i}":' for i in self._ids]
         self._last_status = [b.status for b in self.behaviours]
         self._last_feedback = ["" for _ in self.behaviours]
         # each node's status and feedback as last logged (by node id, changed in place only): the
@@ -77,7 +83,10 @@ class TickLog:
         self._view_feedback = list(self._last_feedback)
         # tick records waiting for the recorder's next drain: (n, t, tick_ms, the bb field's
         # JSON, status changes, feedback changes, the JSON of the fields after them)
-        self._queue: list[tuple[int, float, float, str, dict[int, str], dict[int, str], str]] = []
+        # (the seven values of each record one after the other in one list: a tuple per record
+        # kept until the drain would be one more object for the garbage collector to look at
+        # in each of its passes, and a pass more every few hundred ticks)
+        self._queue: list[Any] = []
         self._logging = recorder.path is not None
         self._sample_scene = scene is not None and (self._logging or bool(self.views))  # anyone to show it?
         recorder.attach(self._format_queue)
@@ -115,7 +124,7 @@ class TickLog:
                 tail += ',"events":' + dumps(events)
             if scene:
                 tail += ',"scene":' + dumps(scene)
-            self._queue.append((n, t, tick_ms, bb_text, changed, fb, tail))
+            self._queue += (n, t, tick_ms, bb_text, changed, fb, tail)
             if _monotonic() >= self.recorder.due:  # the recorder's test, without its two calls
                 self.recorder.queued()
         if self.views:
@@ -126,11 +135,16 @@ class TickLog:
 
     def _format_queue(self) -> list[str]:
         """The queued tick records as JSON lines, exactly as ``dumps`` would write them (same
-        fields, same order, same text); the queue is emptied."""
+        fields, same order, same text); the queue is emptied. The status and feedback fields
+        are put together from texts made once per node (``_status_first`` and the like), entry
+        after entry, rather than joined from a list made for each record."""
         queue, self._queue = self._queue, []
-        text, key = self._status_text, self._id_text
+        first_status, next_status = self._status_first, self._status_next
+        first_key, next_key = self._feedback_first, self._feedback_next
         lines = []
-        for n, t, tick_ms, bb_text, changed, fb, tail in queue:
+        append = lines.append
+        records = iter(queue)
+        for n, t, tick_ms, bb_text, changed, fb, tail in zip(*(records,) * 7, strict=True):
             # t and tick_ms as decimal_text writes them, inlined for the usual range (a call
             # costs as much as the formatting)
             if 1e-4 <= t < 1e9 and 1e-4 <= tick_ms < 1e9:
@@ -142,15 +156,27 @@ class TickLog:
                     ms_text += "0"
             else:
                 t_text, ms_text = decimal_text(t, 6), decimal_text(tick_ms, 4)
-            record = f'{{"type":"tick","n":{n:d},"t":{t_text},"tick_ms":{ms_text}{bb_text}'
+            record = f'{{"type":"tick","n":{n},"t":{t_text},"tick_ms":{ms_text}{bb_text}'  # n: an int
             if changed:
-                record += ',"status":{' + ",".join([text[i][name] for i, name in changed.items()]) + "}"
+                entries = None
+                for i, name in changed.items():
+                    if entries is None:
+                        entries = first_status[i][name]  # ',"status":{"3":"RUNNING"'
+                    else:
+                        entries += next_status[i][name]  # ',"4":"SUCCESS"'
+                record += entries + "}"
             if fb:
                 try:
-                    record += ',"feedback":{' + ",".join([key[i] + _string(f) for i, f in fb.items()]) + "}"
+                    entries = None
+                    for i, message in fb.items():
+                        if entries is None:
+                            entries = first_key[i] + _string(message)  # ',"feedback":{"3":' + '"done"'
+                        else:
+                            entries += next_key[i] + _string(message)  # ',"4":' + ...
+                    record += entries + "}"
                 except TypeError:  # a message that is not a string (read_log refuses it, as before)
                     record += ',"feedback":' + dumps(fb)
-            lines.append(record + tail + "}")
+            append(record + tail + "}")
         return lines
 
     def _scan(self) -> tuple[dict[int, str], dict[int, str]]:
@@ -181,6 +207,8 @@ class TickLog:
         # in node order, as a comparison of every node lists them: one sort of the ids in C
         # rather than one of each dict found
         touched.sort()
+        if touched[0] < 0:  # the timer's spare slot (a node not of the tree): nothing to log
+            del touched[:bisect_left(touched, 0)]
         behaviours, statuses, messages = self.behaviours, self._last_status, self._last_feedback
         changed: dict[int, str] = {}
         fb: dict[int, str] = {}
@@ -234,13 +262,34 @@ def _values(dirty: Iterable[str], cache: dict[str, bool], patterns: list[str]) -
 
 
 def _note_stops(node: py_trees.behaviour.Behaviour, i: int, touched: list[int]) -> None:
-    """Wrap ``node.stop`` so that each call notes ``i`` in ``touched`` (a stop may change the
-    node's status and, through ``terminate``, its feedback)."""
-    stop = node.stop
+    """Have each stop of ``node`` by another node note ``i`` in ``touched`` (it may change the
+    node's status and, through ``terminate``, its feedback after the node's own tick).
+
+    Every py_trees ``stop`` (a behaviour's, a composite's, a decorator's) calls the node's
+    ``terminate`` before it sets the new status, so the note is taken there: a node that keeps
+    py_trees' own ``terminate`` (which does nothing) gets the note in its place, a call for a call;
+    one with a ``terminate`` of its own gets it wrapped (a motion leaf stopping its arm). Only a
+    stop to INVALID is noted: that is how py_trees stops a node from outside it (a parent
+    interrupting its children, a halt); a stop to SUCCESS or FAILURE is a node ending its own
+    tick, which it then yields to the timer with that status (py_trees' ``tick`` methods:
+    ``self.stop(status)``, then ``yield self``)."""
     note = touched.append
+    terminate = node.terminate
+    invalid = py_trees.common.Status.INVALID
+    if getattr(terminate, "__func__", None) is _NOOP_TERMINATE:
 
-    def noted_stop(new_status: py_trees.common.Status) -> None:
-        note(i)
-        stop(new_status)
+        def noted(new_status: py_trees.common.Status) -> None:
+            if new_status is invalid:
+                note(i)
 
-    node.stop = noted_stop  # type: ignore[method-assign]
+    else:
+
+        def noted(new_status: py_trees.common.Status) -> None:
+            if new_status is invalid:
+                note(i)
+            terminate(new_status)
+
+    node.terminate = noted  # type: ignore[method-assign]
+
+
+_NOOP_TERMINATE = py_trees.behaviour.Behaviour.terminate

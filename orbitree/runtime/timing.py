@@ -23,30 +23,34 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
     def __init__(self, behaviours: list[py_trees.behaviour.Behaviour]) -> None:
         super().__init__(full=False)
         self.index = {id(b): i for i, b in enumerate(behaviours)}
+        n = len(behaviours)
         # the same keyed by the nodes themselves (py_trees' behaviours hash by identity): the
-        # tick's lookup then needs no id() call; a node class with a hash of its own is left out
-        # of this one, and looked up by id
-        self._nodes = {b: i for i, b in enumerate(behaviours) if type(b).__hash__ is object.__hash__}
-        if len(self._nodes) < len(behaviours):
+        # tick's lookup is then a subscript, with no id() call; a node it does not know (none
+        # of the tree's) gets -1, the spare slot at the end of the lists, which no report reads
+        # (the tick log drops a -1 noted). A node class with a hash of its own is looked up by id.
+        if all(type(b).__hash__ is object.__hash__ for b in behaviours):
+            self._nodes: _Index | _ById = _Index({b: i for i, b in enumerate(behaviours)})
+        else:
             self._nodes = _ById(self.index)
-        self._total = [0.0] * len(behaviours)
-        self._count = [0] * len(behaviours)
-        self._worst = [0.0] * len(behaviours)
-        self._unseen = [_UNSEEN] * len(behaviours)  # "last logged" entries no node's status or text is
+        self._n = n
+        self._total = [0.0] * (n + 1)
+        self._count = [0] * (n + 1)
+        self._worst = [0.0] * (n + 1)
+        self._unseen = [_UNSEEN] * (n + 1)  # "last logged" entries no node's status or text is
         self._last = 0.0
 
     # seconds, ticks and the longest self time per node (arrays made when asked for)
     @property
     def total(self) -> np.ndarray:
-        return np.array(self._total)
+        return np.array(self._total[:self._n])
 
     @property
     def count(self) -> np.ndarray:
-        return np.array(self._count, dtype=np.int64)
+        return np.array(self._count[:self._n], dtype=np.int64)
 
     @property
     def worst(self) -> np.ndarray:
-        return np.array(self._worst)
+        return np.array(self._worst[:self._n])
 
     def initialise(self) -> None:
         self._last = time.perf_counter()
@@ -74,7 +78,7 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
         py_trees yields them (their part of the tick done).
         """
         nodes, total, count, worst = self._nodes, self._total, self._count, self._worst
-        get, clock = nodes.get, time.perf_counter
+        clock = time.perf_counter
         last = clock() if start is None else start
         if ticked is not None and seen is not None:
             note = ticked.append
@@ -84,15 +88,14 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
             statuses, messages = self._unseen, self._unseen
         for node in root.tick():
             now = clock()
-            i = get(node)
-            if i is not None:
-                spent = now - last
-                total[i] += spent
-                count[i] += 1
-                if spent > worst[i]:
-                    worst[i] = spent
-                if node.status is not statuses[i] or node.feedback_message != messages[i]:
-                    note(i)
+            i = nodes[node]  # (-1, the spare slot, for a node not of the tree: no test here)
+            spent = now - last
+            total[i] += spent
+            count[i] += 1
+            if spent > worst[i]:
+                worst[i] = spent
+            if node.status is not statuses[i] or node.feedback_message != messages[i]:
+                note(i)
             last = now
         self._last = last
         return last
@@ -100,7 +103,7 @@ class TimingVisitor(py_trees.visitors.VisitorBase):
     def report_us(self) -> dict[int, dict[str, float]]:
         """Node id -> mean and max self time (µs) over the ticks in which it was ticked."""
         out = {}
-        for i, n in enumerate(self._count):
+        for i, n in enumerate(self._count[:self._n]):
             if n:
                 out[i] = {
                     "mean": round(float(self._total[i] / n * 1e6), 2),
@@ -117,11 +120,18 @@ def _ignore(i: int) -> None:
     pass
 
 
+class _Index(dict):
+    """Node -> id, and -1 (the spare slot) for a node it does not hold."""
+
+    def __missing__(self, node: Any) -> int:
+        return -1
+
+
 class _ById:
-    """``get(node)`` by ``id(node)``: the timer's lookup for trees holding nodes hashed by value."""
+    """``[node]`` by ``id(node)`` (-1 if unknown): the lookup for nodes hashed by value."""
 
     def __init__(self, index: dict[int, int]) -> None:
         self.index = index
 
-    def get(self, node: py_trees.behaviour.Behaviour) -> int | None:
-        return self.index.get(id(node))
+    def __getitem__(self, node: py_trees.behaviour.Behaviour) -> int:
+        return self.index.get(id(node), -1)

@@ -9,10 +9,14 @@ import random
 import re
 from pathlib import Path
 
+import py_trees
+
 from orbitree.behaviours.catalogue import load_mission
+from orbitree.nodes.context import Context
 from orbitree.runtime.executive import Executive
-from orbitree.runtime.recorder import decimal_text, dumps
+from orbitree.runtime.recorder import Recorder, decimal_text, dumps
 from orbitree.runtime.ticklog import TickLog
+from orbitree.runtime.timing import TimingVisitor
 
 
 def _benchmark():
@@ -75,3 +79,45 @@ def test_decimal_text_is_dumps_of_the_rounded_float():
     for digits in (4, 6):
         wrong = [v for v in values if decimal_text(v, digits) != dumps(round(v, digits))]
         assert wrong == []
+
+
+def test_touched_nodes_log_what_every_node_logs_on_a_mission_with_arms(tmp_path, monkeypatch):
+    # motion leaves with a terminate of their own (stopping the arm), messages changing in
+    # most ticks, a recovery subtree in the header: the stops that change a node after its own
+    # tick are all noted
+    mission = Path(__file__).resolve().parents[2] / "missions" / "jpl_grapple.yaml"
+
+    def lines(name):
+        log = tmp_path / name
+        Executive(load_mission(mission), log_path=str(log)).run()
+        return log.read_text(encoding="utf-8").splitlines()
+
+    touched = lines("touched.jsonl")
+    monkeypatch.setattr(TickLog, "_changes", TickLog._scan)
+    every = lines("every.jsonl")
+
+    def comparable(lines):
+        return [re.sub(r'"(tick_ms|start_time)":("[^"]*"|[0-9.e-]+)', "", line) for line in lines[:-1]]
+
+    assert len(touched) == len(every) > 300
+    records = [json.loads(line) for line in touched[1:-1]]
+    assert sum(len(r.get("status", {})) for r in records) >= 20
+    assert sum(len(r.get("feedback", {})) for r in records) > 300
+    assert comparable(touched) == comparable(every)
+
+
+def test_a_node_the_timer_does_not_know_is_timed_in_its_spare_slot_and_never_logged():
+    known = py_trees.behaviours.Success(name="known")
+    stranger = py_trees.behaviours.Success(name="stranger")
+    root = py_trees.composites.Sequence(name="root", memory=False, children=[known, stranger])
+    timer = TimingVisitor([root, known])  # the stranger is none of its nodes
+    log = TickLog(Recorder(None), [root, known], Context(period=0.01), [])
+    for _ in range(3):
+        timer.tick(root, log.touched, None, log.seen)
+        changed, _ = log._changes()
+        assert set(changed) <= {0, 1}
+        assert log.touched == []
+    assert list(timer.count) == [3, 3]  # its own nodes only, each ticked three times
+    assert timer._count[-1] == 3  # the stranger's ticks, in the spare slot
+    assert set(timer.report_us()) == {0, 1}
+    assert log._last_status == [py_trees.common.Status.SUCCESS] * 2
