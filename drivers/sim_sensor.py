@@ -204,13 +204,17 @@ def line_kernel(shift: np.ndarray) -> np.ndarray:
     pixel along it, each split bilinearly between its four neighbouring pixels."""
     shift = np.asarray(shift, dtype=np.float64)
     half = np.ceil(np.abs(shift) / 2.0).astype(int) + 1
-    kernel = np.zeros((2 * half[1] + 1, 2 * half[0] + 1), np.float64)
+    rows, cols = 2 * half[1] + 1, 2 * half[0] + 1
     count = max(int(np.ceil(8.0 * np.linalg.norm(shift))), 2)
     points = half + ((np.arange(count) + 0.5) / count - 0.5)[:, None] * shift  # (x, y) in the kernel
     base = np.floor(points).astype(int)
-    frac = points - base
-    for dx in (0, 1):
-        for dy in (0, 1):
-            weight = (frac[:, 0] if dx else 1 - frac[:, 0]) * (frac[:, 1] if dy else 1 - frac[:, 1])
-            np.add.at(kernel, (base[:, 1] + dy, base[:, 0] + dx), weight)
+    fx, fy = (points - base).T
+    gx, gy = 1 - fx, 1 - fy
+    # the four neighbours' shares, accumulated per pixel in one pass in this order (neighbour
+    # (0, 0) of every sample, then (0, 1), (1, 0), (1, 1)): bincount's sums from zero in input
+    # order, the sums four np.add.at passes in the same order made
+    flat = base[:, 1] * cols + base[:, 0]
+    index = np.concatenate([flat, flat + cols, flat + 1, flat + cols + 1])
+    weight = np.concatenate([gx * gy, gx * fy, fx * gy, fx * fy])
+    kernel = np.bincount(index, weight, minlength=rows * cols).reshape(rows, cols)
     return (kernel / kernel.sum()).astype(np.float32)
