@@ -50,6 +50,7 @@ from orbitree.nodes.compliance import AdmittanceLoop, DeadBand
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.admittance import AdmittanceParams
 from orbitree.skills.capture import envelope_error
+from orbitree.skills.se3 import vector_norm
 
 Status = py_trees.common.Status
 Six = tuple[float, float, float, float, float, float]
@@ -122,7 +123,7 @@ class AdmittanceDock(MotionLeaf):
         tcp2base = self.read(self.robot_key("tcp_pose"))
         fresh = self.ctx.age(key) == 0.0
         wrench = self.loop.sense(self.read(key), tcp2base, fresh)
-        force = float(np.linalg.norm(wrench[:3]))
+        force = vector_norm(wrench[:3])
         if self.loop.ready:  # until the window is full, one spike could be all it holds
             self.peak_force = max(self.peak_force, force)
         self.ctx.summary["dock_peak_force_n"] = round(self.peak_force, 3)
@@ -152,7 +153,7 @@ class AdmittanceDock(MotionLeaf):
         if self.loop.overloaded(p.max_force, fresh):
             return (f"contact force {self.loop.raw_force:.0f} N over {p.max_force:g} N: the admittance loop does "
                     "not hold this contact (too little damping for its stiffness and delay?); stopped")
-        distance = float(np.linalg.norm(error[:3]))
+        distance = vector_norm(error[:3])
         if distance < self.best[0] - p.progress.distance:
             self.best = (distance, self.ctx.now)
         elif self.ctx.now - self.best[1] >= p.progress.within - 1e-9 and self.seated_since is None:
@@ -162,7 +163,7 @@ class AdmittanceDock(MotionLeaf):
 
     def _seated(self, reading: np.ndarray, error: np.ndarray, fresh: bool) -> bool:
         s = self.params.seated
-        placed = np.linalg.norm(error[:3]) < s.position and np.linalg.norm(error[3:]) < s.angle
+        placed = vector_norm(error[:3]) < s.position and vector_norm(error[3:]) < s.angle
         if not placed:
             self.seated_since = None
             self.held.clear()
@@ -174,7 +175,7 @@ class AdmittanceDock(MotionLeaf):
         if self.ctx.now - self.seated_since < s.hold - 1e-9:
             return False
         mean = np.mean(self.held, axis=0)
-        calm = np.linalg.norm(mean[:3]) < s.force and np.linalg.norm(mean[3:]) < s.torque
+        calm = vector_norm(mean[:3]) < s.force and vector_norm(mean[3:]) < s.torque
         if not calm:  # start the hold again from here
             self.seated_since, self.held = self.ctx.now, deque([reading])
         return calm

@@ -60,7 +60,7 @@ from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.pbvs import camera_velocity, saturate_twist
-from orbitree.skills.se3 import adjoint, rotate_screw
+from orbitree.skills.se3 import adjoint, rotate_screw, vector_norm
 
 Status = py_trees.common.Status
 
@@ -198,7 +198,7 @@ class Approach(MotionLeaf):
     def _may_go_blind(self, tcp2base: np.ndarray, board2base: np.ndarray, unseen: float, last_seen: float) -> bool:
         """Out of sight for longer than ``lost_after``: may the approach go on blind (close to
         its goal, not blind for too long)? Sets the feedback when it may not."""
-        distance = float(np.linalg.norm((board2base @ self.aim)[:3, 3] - tcp2base[:3, 3]))
+        distance = vector_norm((board2base @ self.aim)[:3, 3] - tcp2base[:3, 3])
         if self.params.blind_within <= 0.0 or distance > self.params.blind_within:
             self.feedback_message = f"target lost ({unseen:.1f} s unseen, {distance * 1e3:.0f} mm from the goal)"
             return False
@@ -220,7 +220,7 @@ class Approach(MotionLeaf):
         wrench, age = self.read(key), self.ctx.age(key)
         if wrench is None or age is None or age > 0.0:
             return None  # nothing new this tick
-        force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
+        force, torque = vector_norm(wrench[:3]), vector_norm(wrench[3:])
         self.over = self.over + 1 if force > guard.force or torque > guard.torque else 0
         return (force, torque) if self.over >= guard.readings else None
 

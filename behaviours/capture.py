@@ -27,7 +27,6 @@ simulated world the summary also gets the error against ground truth (``final_er
 
 from __future__ import annotations
 
-import numpy as np
 import py_trees
 from pydantic import Field
 
@@ -38,6 +37,7 @@ from orbitree.language.quantities import Duration
 from orbitree.nodes.compliance import AdmittanceLoop, Compliance
 from orbitree.nodes.motion import MotionLeaf, MotionParams
 from orbitree.skills.capture import ENVELOPES, EnvelopeError, envelope_error, violated_axes
+from orbitree.skills.se3 import vector_norm
 
 Status = py_trees.common.Status
 
@@ -110,7 +110,7 @@ class Capture(MotionLeaf):
         key = self.robot_key("wrench")
         fresh = self.ctx.age(key) == 0.0
         force = self.loop.sense(self.read(key), self.read(self.robot_key("tcp_pose")), fresh)
-        magnitude = float(np.linalg.norm(force[:3]))
+        magnitude = vector_norm(force[:3])
         if self.loop.ready:  # until the window is full, one spike could be all it holds
             self.peak_force = max(self.peak_force, magnitude)
             self.ctx.summary["capture_peak_force_n"] = round(self.peak_force, 3)

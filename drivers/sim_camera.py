@@ -60,6 +60,7 @@ Speed: 24-29 ms of CPU a 1280x720 frame before issue 15's work, 7-8 ms after its
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 import time
@@ -325,8 +326,7 @@ class SimCamera(ScenePainter):
             return self.cam2world()
         if t <= history[0][0]:
             return history[0][1]
-        times = [entry[0] for entry in history]
-        k = int(np.searchsorted(times, t))
+        k = bisect.bisect_left(history, t, key=lambda entry: entry[0])  # np.searchsorted's index
         (t0, a), (t1, b) = history[k - 1], history[k]
         return interpolate_pose(a, b, (t - t0) / (t1 - t0))
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from orbitree.drivers.sim_ft_kernel import filter_samples
+
 Pair = tuple[float, float]
 
 
@@ -82,6 +84,9 @@ IDEAL_FT = FTSensorModel()
 """A perfect sensor: the true wrench, at once (tests)."""
 
 
+_NO_DRAWS = np.zeros((0, 6))  # a sensor without noise draws none
+
+
 def _six(pair: Pair) -> np.ndarray:
     return np.repeat(np.asarray(pair, dtype=float), 3)
 
@@ -123,14 +128,11 @@ class FTSensor:
         if count and self._drifting:  # the walk's sum over the samples, drawn at once
             self.offset = self.offset + self._rng.normal(0.0, 1.0, 6) * self._walk * math.sqrt(count)
         if count and self._filtered:  # the samples at once (the same draws, in the same order)
-            fractions = np.minimum(np.arange(1, count + 1) * self._h / span, 1.0)
-            samples = self._samples(start + (new - start) * fractions[:, None])
-            # the filter's recursion on Python floats: per axis the same IEEE operations as on
-            # (6,) arrays, without numpy's per-call cost on a few samples a tick
-            output, alpha = self._output.tolist(), self._alpha
-            for sample in samples.tolist():
-                output = [o + alpha * (x - o) for o, x in zip(output, sample, strict=True)]
-            self._output = np.array(output)
+            draws = self._rng.normal(0.0, 1.0, (count, 6)) if self._noisy else _NO_DRAWS
+            # the samples and the filter's recursion, compiled: the IEEE operations of
+            # ``self._samples`` on the interpolated wrenches, then of the filter, in their order
+            self._output = filter_samples(start, new, count, self._h, span, self.offset, draws, self._raw_noise,
+                                          self._noisy, self._limit, self._output, self._alpha)
         if count:
             self._t += count * self._h
             self.stamp = self._t

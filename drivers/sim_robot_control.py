@@ -58,9 +58,8 @@ class SimRobotControl:
             self._t += h  # at rest: nothing to integrate
             return
         tcp2base, jacobian = self._pose_and_jacobian(self._table)
-        qd_des = np.zeros_like(self._q)
-        if not self.protective_stop:
-            qd_des = self._desired_velocity(h, tcp2base, jacobian)
+        stopped = self.protective_stop
+        qd_des = np.zeros_like(self._q) if stopped else self._desired_velocity(h, tcp2base, jacobian)
         if qd_des.any():
             qd_des = self._limit_speed(qd_des, jacobian)
         change, _ = kin.uniform_scale(qd_des - self._qd, self._limits.joint_acceleration * h)

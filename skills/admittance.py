@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orbitree.skills.kinematics import UR10E, link_frames
-from orbitree.skills.se3 import check_vector
+from orbitree.skills.se3 import check_vector, vector_norm
 
 Sextuple = tuple[float, float, float, float, float, float]
 
@@ -85,9 +85,9 @@ def apply_dead_band(
 ) -> np.ndarray:
     """``wrench`` (6,) with its force (torque) part zeroed while its norm is below the band."""
     values = check_vector(wrench, 6, "wrench").copy()
-    if np.linalg.norm(values[:3]) < force_dead_band:
+    if vector_norm(values[:3]) < force_dead_band:
         values[:3] = 0.0
-    if np.linalg.norm(values[3:]) < torque_dead_band:
+    if vector_norm(values[3:]) < torque_dead_band:
         values[3:] = 0.0
     return values
 

@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
+from orbitree.skills.rotation_bits import rotvec_of_rotation
 from orbitree.skills.se3 import check_pose
 
 AXES: tuple[str, ...] = ("x_mm", "y_mm", "z_mm", "rx_deg", "ry_deg", "rz_deg")
@@ -152,8 +152,8 @@ def envelope_error(
         docked = check_pose(docked, "tcp2target_docked")
     tcp2target = np.linalg.solve(target, tcp)
     position = tcp2target[:3, 3] - docked[:3, 3]
-    # three checked poses make a rotation: scipy need not re-orthogonalise it (4x its cost)
-    turn = Rotation.from_matrix(tcp2target[:3, :3] @ docked[:3, :3].T, assume_valid=True).as_rotvec()
+    # three checked poses make a rotation: scipy's conversion with ``assume_valid``, bit for bit
+    turn = rotvec_of_rotation(tcp2target[:3, :3] @ docked[:3, :3].T)
     return EnvelopeError.from_si(np.concatenate([position, turn]))
 
 

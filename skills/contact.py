@@ -181,6 +181,21 @@ def _substeps(model: ContactModel, start: np.ndarray, end: np.ndarray) -> list[n
     return [_interpolate(start, end, (i + 1) / count) for i in range(count)]
 
 
+_LAST_INVERSE: list[tuple[bytes, np.ndarray]] = []  # [(a passive2base's bytes, its inverse)]
+
+
+def _passive_inverse(passive2base: np.ndarray) -> np.ndarray:
+    """``invert_pose(passive2base)``, read-only, kept for the last pose inverted: the passive body
+    mostly stands still, and the broad phase and the solver of a tick invert the same pose."""
+    key = np.asarray(passive2base, dtype=float).tobytes()
+    if _LAST_INVERSE and _LAST_INVERSE[0][0] == key:
+        return _LAST_INVERSE[0][1]
+    inverse = invert_pose(passive2base)
+    inverse.flags.writeable = False
+    _LAST_INVERSE[:] = [(key, inverse)]
+    return inverse
+
+
 def clear_motion(
     model: ContactModel,
     commanded_tcp2base: np.ndarray,
@@ -202,7 +217,7 @@ def clear_motion(
     the way and no candidate pose interpenetrates. Poses (4, 4), base frame; unchecked (the
     caller's are those it passes to :func:`solve_contact`).
     """
-    base2passive = invert_pose(passive2base)
+    base2passive = _passive_inverse(passive2base)
     real = base2passive @ previous_real_tcp2base
     vertices = model.active.vertices
     if not clear_of_box(transform_points(real, vertices), model.passive, model.margin_m):
@@ -246,7 +261,7 @@ def solve_contact(
             load = None
     commanded = check_pose(commanded_tcp2base, "commanded_tcp2base")
     passive2base = check_pose(passive2base, "passive2base")
-    base2passive = invert_pose(passive2base)
+    base2passive = _passive_inverse(passive2base)
     real = base2passive @ check_pose(previous_real_tcp2base, "previous_real_tcp2base")
     found, inside = _search(model, real)  # the first step's first search, and the check
     if inside:

@@ -324,6 +324,15 @@ def uniform_scale(values: np.ndarray, limits: np.ndarray | float) -> tuple[np.nd
         factor = min(quotients)
         return vals * factor, factor
     lims = np.asarray(limits, dtype=float)
+    if vals.ndim == 1 and lims.shape == vals.shape:  # the other hot case (a limit per value), on floats
+        bounds = lims.tolist()
+        if any(bound <= 0.0 for bound in bounds):
+            raise ValueError(f"limits must be > 0, got {limits}")
+        quotients = [bound / m for bound, m in zip(bounds, map(abs, vals.tolist()), strict=True) if m > bound]
+        if not quotients:
+            return vals.copy(), 1.0
+        factor = min(quotients)
+        return vals * factor, factor
     if lims.ndim and lims.shape != vals.shape:
         lims = np.broadcast_to(lims, vals.shape)
     if (lims <= 0.0).any():

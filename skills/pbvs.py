@@ -43,10 +43,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from orbitree.skills.gain import AdaptiveGain
-from orbitree.skills.se3 import adjoint, check_pose, check_vector, rotate_screw, skew
+from orbitree.skills.rotation_bits import rotvec_of_rotation
+from orbitree.skills.se3 import adjoint, check_pose, check_vector, rotate_screw, skew, vector_norm
 
 DEFAULT_GAIN = AdaptiveGain()
 """ViSP's UR example gain (1.5, 0.4, 30)."""
@@ -65,8 +65,8 @@ def pbvs_error(board2cam: np.ndarray, board2cam_desired: np.ndarray) -> np.ndarr
     desired = check_pose(board2cam_desired, "board2cam_desired")
     cam2desired = desired[:3, :3] @ current[:3, :3].T
     # both rotations passed check_pose, so their product is one (to what check_pose allows):
-    # scipy need not re-orthogonalise it, which costs it four times the conversion itself
-    theta_u = Rotation.from_matrix(cam2desired, assume_valid=True).as_rotvec()
+    # scipy's conversion with ``assume_valid``, bit for bit on Python floats (rotation_bits)
+    theta_u = rotvec_of_rotation(cam2desired)
     return np.concatenate([current[:3, 3] - desired[:3, 3], theta_u])
 
 
@@ -82,7 +82,7 @@ def theta_u_interaction(theta_u: np.ndarray) -> np.ndarray:
     (where it is I3); singular only at ``θ = 2π``.
     """
     rotvec = check_vector(theta_u, 3, "theta_u")
-    theta = float(np.linalg.norm(rotvec))
+    theta = vector_norm(rotvec)
     cross = skew(rotvec)
     if theta < 1e-4:
         # (1 - sinc θ / sinc²(θ/2)) / θ² = 1/12 + θ²/720 + O(θ⁴): the ratio cancels badly here.
@@ -147,7 +147,7 @@ def camera_velocity(
     """
     error = pbvs_error(board2cam, board2cam_desired)
     if norm == "euclidean":
-        magnitude = float(np.linalg.norm(error))
+        magnitude = vector_norm(error)
     elif norm == "infinity":
         magnitude = float(np.max(np.abs(error)))
     else:
@@ -201,8 +201,8 @@ def saturate_twist(twist: np.ndarray, max_linear: float, max_angular: float) -> 
     for name, limit in limits.items():
         if math.isnan(limit) or limit <= 0.0:
             raise ValueError(f"{name} must be > 0, got {limit}")
-    linear = float(np.linalg.norm(values[:3]))
-    angular = float(np.linalg.norm(values[3:]))
+    linear = vector_norm(values[:3])
+    angular = vector_norm(values[3:])
     factor = 1.0
     if linear > limits["max_linear"]:
         factor = limits["max_linear"] / linear

@@ -13,13 +13,17 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from orbitree.skills.rotation_bits import rotation_of_rotvec, rotvec_of_rotation
+
 
 def check_vector(value: Sequence[float] | np.ndarray, size: int, name: str) -> np.ndarray:
     """``value`` as a finite float array of shape (size,); ValueError naming ``name`` otherwise."""
     array = np.asarray(value, dtype=float)
     if array.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {array.shape}")
-    if not np.isfinite(array).all():
+    # a short vector on Python floats: a fifth of numpy's cost (hot paths check thousands a second)
+    finite = all(map(math.isfinite, array.tolist())) if size <= 16 else np.isfinite(array).all()
+    if not finite:
         raise ValueError(f"{name} must be finite, got {array}")
     return array
 
@@ -65,16 +69,33 @@ def rotation_from_matrix(matrix: np.ndarray) -> Rotation:
     passes skips it (``assume_valid``: scipy then converts the same matrix the same way); any other
     goes to scipy whole (re-orthogonalised, or refused)."""
     m = np.asarray(matrix, dtype=float)
-    if m.shape == (3, 3):
-        (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = m.tolist()
-        worst = max(abs(a00 * a00 + a01 * a01 + a02 * a02 - 1.0), abs(a10 * a10 + a11 * a11 + a12 * a12 - 1.0),
-                    abs(a20 * a20 + a21 * a21 + a22 * a22 - 1.0), abs(a00 * a10 + a01 * a11 + a02 * a12),
-                    abs(a00 * a20 + a01 * a21 + a02 * a22), abs(a10 * a20 + a11 * a21 + a12 * a22))
-        det = (a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20)
-               + a02 * (a10 * a21 - a11 * a20))
-        if worst < 1e-13 and det > 0.5:  # NaN fails both
-            return Rotation.from_matrix(m, assume_valid=True)
+    if _valid_rotation(m):
+        return Rotation.from_matrix(m, assume_valid=True)
     return Rotation.from_matrix(m)
+
+
+def _valid_rotation(m: np.ndarray) -> bool:
+    """Whether scipy's ``from_matrix`` would take (3, 3) float ``m`` as it is: ``M Mᵀ`` within
+    1e-13 of I (scipy: 1e-12) and ``det M > 0.5`` (so its ``assume_valid`` gives its result)."""
+    if m.shape != (3, 3):
+        return False
+    (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = m.tolist()
+    worst = max(abs(a00 * a00 + a01 * a01 + a02 * a02 - 1.0), abs(a10 * a10 + a11 * a11 + a12 * a12 - 1.0),
+                abs(a20 * a20 + a21 * a21 + a22 * a22 - 1.0), abs(a00 * a10 + a01 * a11 + a02 * a12),
+                abs(a00 * a20 + a01 * a21 + a02 * a22), abs(a10 * a20 + a11 * a21 + a12 * a22))
+    det = (a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20)
+           + a02 * (a10 * a21 - a11 * a20))
+    return worst < 1e-13 and det > 0.5  # NaN fails both
+
+
+def rotvec_from_matrix(matrix: np.ndarray) -> np.ndarray:
+    """``Rotation.from_matrix(matrix).as_rotvec()`` (3,) bit for bit: on a proper rotation (the
+    test of :func:`rotation_from_matrix`) scipy's conversion on Python floats
+    (:mod:`orbitree.skills.rotation_bits`), on any other scipy's own."""
+    m = np.asarray(matrix, dtype=float)
+    if _valid_rotation(m):
+        return rotvec_of_rotation(m)
+    return Rotation.from_matrix(m).as_rotvec()
 
 
 def rotvec_of(rotation: np.ndarray) -> np.ndarray:
@@ -159,8 +180,8 @@ def pose_error(current2base: np.ndarray, target2base: np.ndarray) -> np.ndarray:
     """
     current = check_pose(current2base, "current2base")
     target = check_pose(target2base, "target2base")
-    rotation = rotation_from_matrix(target[:3, :3] @ current[:3, :3].T)
-    return np.concatenate([target[:3, 3] - current[:3, 3], rotation.as_rotvec()])
+    rotvec = rotvec_from_matrix(target[:3, :3] @ current[:3, :3].T)
+    return np.concatenate([target[:3, 3] - current[:3, 3], rotvec])
 
 
 def pose_distance(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
@@ -174,8 +195,8 @@ def pose_distance(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float
 def interpolate_pose(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
     """The pose ``s`` of the way from ``a`` to ``b`` (4, 4): position linear, rotation by slerp
     (``s`` outside [0, 1] extrapolates)."""
-    turn = rotation_from_matrix(a[:3, :3].T @ b[:3, :3]).as_rotvec()
+    turn = rotvec_from_matrix(a[:3, :3].T @ b[:3, :3])
     out = np.eye(4)
-    out[:3, :3] = a[:3, :3] @ Rotation.from_rotvec(s * turn).as_matrix()
+    out[:3, :3] = a[:3, :3] @ rotation_of_rotvec(s * turn)  # Rotation.from_rotvec(...).as_matrix(), bit for bit
     out[:3, 3] = a[:3, 3] + s * (b[:3, 3] - a[:3, 3])
     return out

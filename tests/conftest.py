@@ -176,13 +176,14 @@ TEST_REGISTRY = make_registry((Scripted, Raiser))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the contact model's, the sim camera's and the kinematics' numba kernels (or load them
-    from numba's cache) once, in the controlling process, before test workers start: a test that
-    runs a mission in a subprocess must not spend its time budget on the first compilation (~35 s
-    after an install)."""
+    """Compile the contact model's, the sim camera's, the wrist sensor's and the kinematics' numba
+    kernels (or load them from numba's cache) once, in the controlling process, before test workers
+    start: a test that runs a mission in a subprocess must not spend its time budget on the first
+    compilation (~35 s after an install)."""
     if not hasattr(config, "workerinput"):
         from orbitree.drivers.sim_coverage import warm_up
         from orbitree.drivers.sim_expose import warm_up as warm_expose
+        from orbitree.drivers.sim_ft_kernel import warm_up as warm_ft
         from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
         from orbitree.skills import kinematics_kernels
         from orbitree.skills.contact import sirom_contact_model
@@ -192,4 +193,5 @@ def pytest_configure(config: pytest.Config) -> None:
         kinematics_kernels.warm_up()
         warm_expose()
         warm_texkernel()
+        warm_ft()
 
