@@ -94,7 +94,7 @@ class ScenePainter:
         key = (shape, self._ray_table(), tuple(map(id, obj.patches)), tuple(sorted(obj.hidden_marker_ids)))
         cached = self._layers.get(id(obj))
         if (cached is None or cached[0] is not obj or cached[1] != key
-                or not np.allclose(cached[2], body2cam, rtol=0.0, atol=LAYER_POSE_TOL)):
+                or not float(np.abs(cached[2] - body2cam).max()) <= LAYER_POSE_TOL):  # allclose, cheaper
             premultiplied_, transmitted = np.zeros(shape, np.float32), np.ones(shape, np.float32)
             self._paint(premultiplied_, obj, world2cam, body2world)
             self._paint(transmitted, obj, world2cam, body2world)
@@ -123,17 +123,17 @@ class ScenePainter:
             return None
         start, end = motion
         point = end[:3, :3] @ np.array([0.0, 0.0, 1.0]) + end[:3, 3]
+        end_inv = np.linalg.inv(end)
         for obj in sorted(self.objects, key=lambda o: o.layer, reverse=True):
             if obj.board is not None:
                 pose = object_poses.get(id(obj))
                 origin = (obj.pose() if pose is None else pose)[:3, 3]
-                if (np.linalg.inv(end) @ np.append(origin, 1.0))[2] > 0.05:
+                if (end_inv @ np.append(origin, 1.0))[2] > 0.05:
                     point = origin
                     break
-        pixels = []
-        for pose in (start, end):
-            cam = np.linalg.inv(pose) @ np.append(point, 1.0)
-            pixels.append(self._project(cam[None, :3])[0])
+        point_h = np.append(point, 1.0)
+        # both ends projected at once (projectPoints maps each point alone)
+        pixels = self._project(np.stack([(np.linalg.inv(start) @ point_h)[:3], (end_inv @ point_h)[:3]]))
         shift = pixels[1] - pixels[0]
         length = float(np.linalg.norm(shift))
         self.last_blur_px = length

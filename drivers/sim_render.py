@@ -60,6 +60,7 @@ from orbitree.drivers.sim_patches import (
     premultiplied,
     rect_patch,
 )
+from orbitree.drivers.sim_patchsets import outlines_px, stacked
 from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistorted_rays
 from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
 from orbitree.drivers.sim_texkernel import draw_box
@@ -94,7 +95,7 @@ def _half_texel_shift() -> np.ndarray:
 def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) -> int:
     """Pyramid level whose texel spans at most 4/k output pixels (2/k to 4/k when available),
     judged at the patch's nearest outline corner without foreshortening (the finest need)."""
-    outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
+    outline_cam = patch.outline_h @ plane2cam.T
     depth = max(float(outline_cam[:, 2].min()), NEAR_Z_M)
     px_per_texel0 = focal_px * _texel_m(patch) / depth
     level = 0
@@ -105,8 +106,7 @@ def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) 
 
 def _texel_m(patch: Patch) -> float:
     """Size of a level-0 texel on the patch, metres (along the texture's v axis)."""
-    side_m = float(np.linalg.norm(patch.outline_plane[3] - patch.outline_plane[0]))
-    return side_m / patch.levels[0].shape[0]
+    return patch.texel_m
 
 
 def _outline_samples(outline_cam: np.ndarray, per_edge: int = 4) -> np.ndarray:
@@ -156,16 +156,15 @@ def render_patches(
         return
     # every patch's plane in the camera frame, back faces and outlines at once
     rot = body2cam[:3, :3]
-    plane2cam_all = np.matmul(rot, np.stack([patch.plane2body for patch in patches]))
+    plane2body_all, normals, one_sided, outlines_t = stacked(patches)
+    plane2cam_all = np.matmul(rot, plane2body_all)
     plane2cam_all[:, :, 2] += body2cam[:3, 3]
-    normals = np.stack([_NO_NORMAL if patch.normal is None else patch.normal for patch in patches])
     facing = np.einsum("pi,pi->p", normals @ rot.T, plane2cam_all[:, :, 2]) < 0.0  # no normal: 0 < 0 false
-    one_sided = np.array([patch.normal is not None for patch in patches])
-    outline_all = np.matmul(plane2cam_all[:, :, :2], np.stack([patch.outline_plane for patch in patches])
-                            .transpose(0, 2, 1)) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
+    outline_all = np.matmul(plane2cam_all[:, :, :2], outlines_t) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
     in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
     visible = (~one_sided | facing) & in_front_all.any(axis=1)
     face_rays = _faces_rays(patches, np.flatnonzero(visible), plane2cam_all, table)
+    projected = outlines_px(patches, visible, outline_all, in_front_all, table, project)
     for index in np.flatnonzero(visible).tolist():
         patch, plane2cam = patches[index], plane2cam_all[index]
         outline_cam, in_front = outline_all[index].T, in_front_all[index]
@@ -181,22 +180,25 @@ def render_patches(
         if faces:
             _fill_faces(canvas, faces, project, window)
             faces = []
-        _render_texture(canvas, patch, plane2cam, outline_cam, in_front, table, project, window)
+        _render_texture(canvas, patch, plane2cam, outline_cam, in_front, table, project, window,
+                        projected.get(index))
     if faces:
         _fill_faces(canvas, faces, project, window)
 
 
 def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
                     in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
-                    window: Window | None = None) -> None:
+                    window: Window | None = None, outline_px: np.ndarray | None = None) -> None:
     """A textured patch (some of it in front of the camera) sampled over its pixel box (over the
-    part of it a ``window`` needs: ``sim_region.sub_box``)."""
+    part of it a ``window`` needs: ``sim_region.sub_box``); ``outline_px``: its projected outline
+    samples when wholly in front and in view (``sim_patchsets.outlines_px``), else None."""
     height, width = canvas.shape if window is None else (window[3], window[2])
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
     x0, y0, x1, y1 = 0, 0, width, height
-    if in_front.all() and _within_view(outline_cam, table):
-        outline_px = project(_outline_samples(outline_cam))
+    if outline_px is not None or (in_front.all() and _within_view(outline_cam, table)):
+        if outline_px is None:
+            outline_px = project(_outline_samples(outline_cam))
         texel_px = table.focal_px * _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
         pad = ROI_PAD_PX + int(np.ceil(texel_px))  # the bilinear ramp reaches half a texel out
         x0, y0 = np.floor(outline_px.min(axis=0)).astype(int) - pad
@@ -314,7 +316,6 @@ def _within_texture(coords: np.ndarray, shape: tuple[int, ...]) -> bool:
     return bool(low.min() >= 1 / 16 and high[0] <= shape[1] - 1 - 1 / 16 and high[1] <= shape[0] - 1 - 1 / 16)
 
 
-_NO_NORMAL = np.zeros(3)
 SMOOTH_MIN_PIXELS = 128 * 128  # a smooth patch smaller than this in the image is sampled whole
 
 
