@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 
 from orbitree.drivers.sim_region import Window
-from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
+from orbitree.drivers.sim_render import RayTable, draw_patches, plan_patches, premultiplied, ray_table
 from orbitree.drivers.sim_scene import SceneObject
 from orbitree.drivers.sim_sensor import line_kernel
 
@@ -55,6 +55,18 @@ class ScenePainter:
 
     def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                body2world: np.ndarray | None = None, window: Window | None = None) -> None:
+        size = canvas.shape if window is None else (window[3], window[2])
+        draw_patches(canvas, self._plan(obj, world2cam, body2world, size), window)
+
+    @staticmethod
+    def _draw_plan(canvas: np.ndarray, plan: list[tuple], window: Window | None = None) -> None:
+        """A ``_plan`` drawn over ``canvas`` (at ``window``, as ``_paint``)."""
+        draw_patches(canvas, plan, window)
+
+    def _plan(self, obj: SceneObject, world2cam: np.ndarray, body2world: np.ndarray | None,
+              size: tuple[int, int]) -> list[tuple]:
+        """What ``_paint`` draws of ``obj`` in an image of ``size`` (h, w), whatever part of it is
+        drawn (``sim_render.plan_patches``): made once for all the windows of a region render."""
         body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
         patches = obj.patches
         if obj.sort_patches:  # painter's order: farthest patch centre first
@@ -68,7 +80,7 @@ class ScenePainter:
                 (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),))
                 if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids else patch
                 for patch in patches]
-        render_patches(canvas, patches, body2cam, self._ray_table(), self._project, window)
+        return plan_patches(patches, body2cam, self._ray_table(), self._project, size)
 
     def _paint_layer(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                      body2world: np.ndarray | None = None) -> None:

@@ -2,10 +2,11 @@
 
 A frame (or a region of it) paints a few bodies of tens of patches each; the per-patch numpy
 calls on tiny arrays were a good part of a tracked frame's region render. Here: the patches'
-constants stacked once per list of patches and kept (:func:`stacked`), and the textured patches'
-outline samples projected through the lens in one call (:func:`outlines_px`). Each value is the
-one the per-patch code computed (the same elementwise operations; ``cv2.projectPoints`` maps each
-point alone), so the pixels do not change.
+constants stacked once per list of patches and kept (:func:`stacked`), the textured patches'
+outline samples projected through the lens in one call (:func:`outlines_px`) and the uniform
+faces' outlines turned into rays together (:func:`faces_rays`). Each value is the one the
+per-patch code computed (the same elementwise operations; ``cv2.projectPoints`` maps each point
+alone), so the pixels do not change.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from orbitree.drivers.sim_coverage import clip_box
 from orbitree.drivers.sim_patches import Patch
 from orbitree.drivers.sim_rays import RayTable
 
-__all__ = ["outlines_px", "stacked"]
+__all__ = ["NEAR_Z_M", "NOT_BATCHED", "faces_rays", "outlines_px", "stacked"]
 
+NEAR_Z_M = 1e-3  # m: the near plane, patches are clipped to (sim_render re-exports it)
+NOT_BATCHED = object()  # a face faces_rays left to the per-face code
 _NO_NORMAL = np.zeros(3)
 
 
@@ -68,3 +72,37 @@ def stacked(patches: Sequence[Patch]) -> tuple[np.ndarray, np.ndarray, np.ndarra
         array.flags.writeable = False
     _STACKED[key] = (tuple(patches), value)
     return value
+
+
+def faces_rays(patches: Sequence[Patch], indices: np.ndarray, plane2cam_all: np.ndarray,
+                table: RayTable) -> dict[int, np.ndarray | None]:
+    """``sim_render._face_rays`` of the uniform polygon patches among ``patches[indices]`` whose vertices
+    all lie in front of the camera, computed together (index -> rays (M, 2), or None when the
+    polygon lies out of view); the others are left out (their near-plane clipping is per face)."""
+    chosen = [i for i in indices.tolist() if patches[i].polygon is not None]
+    if not chosen:
+        return {}
+    polygons = [patches[i].polygon for i in chosen]
+    sizes = [len(polygon) for polygon in polygons]
+    vertices = np.concatenate(polygons)
+    planes = np.repeat(plane2cam_all[chosen], sizes, axis=0)  # (M, 3, 3)
+    # as polygon @ plane2cam[:, :2].T + plane2cam[:, 2], vertex by vertex
+    cam = vertices[:, :1] * planes[:, :, 0] + vertices[:, 1:] * planes[:, :, 1] + planes[:, :, 2]
+    front = cam[:, 2] > NEAR_Z_M
+    rays = cam[:, :2] / np.where(front, cam[:, 2], 1.0)[:, None]
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    low, high = table.rays_min - grow, table.rays_max + grow
+    inside = np.all((rays >= low) & (rays <= high), axis=1)
+    ends = np.cumsum(sizes).tolist()
+    all_front = np.logical_and.reduceat(front, [0, *ends[:-1]]).tolist()
+    all_inside = np.logical_and.reduceat(inside, [0, *ends[:-1]]).tolist()
+    out: dict[int, np.ndarray | None] = {}
+    start = 0
+    for n, (index, end) in enumerate(zip(chosen, ends, strict=True)):
+        if all_front[n]:
+            mine = rays[start:end]
+            if not all_inside[n]:
+                mine = clip_box(mine, low, high)
+            out[index] = mine if len(mine) >= 3 else None
+        start = end
+    return out

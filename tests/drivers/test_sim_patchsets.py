@@ -74,3 +74,28 @@ def test_points_projected_together_are_the_points_projected_alone():
     together = camera._project(points)
     for point, pixel in zip(points, together, strict=True):
         np.testing.assert_array_equal(camera._project(point[None]), pixel[None])
+
+
+def test_one_plan_drawn_on_several_windows_gives_the_whole_images_pixels_in_each():
+    camera = _flagship_camera(350.0, 15.0)
+    height, width = camera.lens.height, camera.lens.width
+    world2cam = np.linalg.inv(camera.cam2world())
+    plans = [camera._plan(obj, world2cam, None, (height, width)) for obj in camera.objects if not obj.on_camera]
+    assert any(len(plan) >= 3 for plan in plans)  # faces and markers
+    whole = np.full((height, width), camera.background_albedo, np.float32)
+    for plan in plans:
+        camera._draw_plan(whole, plan)
+    painted = np.full((height, width), camera.background_albedo, np.float32)
+    for obj in camera.objects:
+        if not obj.on_camera:
+            camera._paint(painted, obj, world2cam)  # planned and drawn in one go
+    np.testing.assert_array_equal(painted, whole)
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        x0, y0 = int(rng.integers(0, width - 40)), int(rng.integers(0, height - 40))
+        x1, y1 = x0 + int(rng.integers(1, 300)), y0 + int(rng.integers(1, 300))
+        x1, y1 = min(x1, width), min(y1, height)
+        canvas = np.full((y1 - y0, x1 - x0), camera.background_albedo, np.float32)
+        for plan in plans:
+            camera._draw_plan(canvas, plan, (x0, y0, width, height))
+        np.testing.assert_array_equal(canvas, whole[y0:y1, x0:x1])
