@@ -104,10 +104,11 @@ def _fill_convex(canvas: np.ndarray, points: np.ndarray, ends: np.ndarray, albed
     """:func:`fill_polygons_numpy`'s arithmetic, face by face from ``first``, as loops: per face
     the crossings of its edges with the sample rows give each row's leftmost and rightmost
     crossing, then per pixel row the wholly covered pixels are filled and the edge pixels blended
-    by their sample count. Stops before the first face a sample row crosses more than twice (left
-    untouched) and returns its index; the number of faces when all are drawn. ``canvas`` may
-    hold only the pixels from (``ox``, ``oy``) of an image ``width`` x ``height`` (default: the
-    canvas's own size): the pixels outside it are skipped, the others filled as in the image."""
+    by their sample count. Stops before the first face a sample row of the canvas crosses more
+    than twice (left untouched) and returns its index; the number of faces when all are drawn.
+    ``canvas`` may hold only the pixels from (``ox``, ``oy``) of an image ``width`` x ``height``
+    (default: the canvas's own size): the rows outside it are not looked at, the pixels outside
+    it skipped, the others filled as in the image."""
     rows_held, cols_held = canvas.shape
     if width < 0:
         height, width = rows_held, cols_held
@@ -124,6 +125,9 @@ def _fill_convex(canvas: np.ndarray, points: np.ndarray, ends: np.ndarray, albed
             ylo, yhi = min(points[a, 1], points[b, 1]), max(points[a, 1], points[b, 1])
             r_first[i] = int(min(max(np.ceil(k * ylo + (k - 1) / 2), 0.0), float(k * height)))
             r_end[i] = int(min(max(np.ceil(k * yhi + (k - 1) / 2), 0.0), float(k * height)))
+            # only the sample rows of the canvas's pixel rows (each row's crossings are its own)
+            r_first[i] = min(max(r_first[i], k * oy), k * (oy + rows_held))
+            r_end[i] = min(max(r_end[i], k * oy), k * (oy + rows_held))
             if r_end[i] > r_first[i]:
                 lowest, highest = min(lowest, r_first[i]), max(highest, r_end[i])
         if highest <= lowest:

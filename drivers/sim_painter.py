@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 
 from orbitree.drivers.sim_region import Window
-from orbitree.drivers.sim_render import RayTable, premultiplied, ray_table, render_patches
+from orbitree.drivers.sim_render import RayTable, draw_patches, plan_patches, premultiplied, ray_table
 from orbitree.drivers.sim_scene import SceneObject
 from orbitree.drivers.sim_sensor import line_kernel
 
@@ -55,6 +55,18 @@ class ScenePainter:
 
     def _paint(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                body2world: np.ndarray | None = None, window: Window | None = None) -> None:
+        size = canvas.shape if window is None else (window[3], window[2])
+        draw_patches(canvas, self._plan(obj, world2cam, body2world, size), window)
+
+    @staticmethod
+    def _draw_plan(canvas: np.ndarray, plan: list[tuple], window: Window | None = None) -> None:
+        """A ``_plan`` drawn over ``canvas`` (at ``window``, as ``_paint``)."""
+        draw_patches(canvas, plan, window)
+
+    def _plan(self, obj: SceneObject, world2cam: np.ndarray, body2world: np.ndarray | None,
+              size: tuple[int, int]) -> list[tuple]:
+        """What ``_paint`` draws of ``obj`` in an image of ``size`` (h, w), whatever part of it is
+        drawn (``sim_render.plan_patches``): made once for all the windows of a region render."""
         body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
         patches = obj.patches
         if obj.sort_patches:  # painter's order: farthest patch centre first
@@ -68,7 +80,7 @@ class ScenePainter:
                 (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),))
                 if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids else patch
                 for patch in patches]
-        render_patches(canvas, patches, body2cam, self._ray_table(), self._project, window)
+        return plan_patches(patches, body2cam, self._ray_table(), self._project, size)
 
     def _paint_layer(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                      body2world: np.ndarray | None = None) -> None:
@@ -94,7 +106,7 @@ class ScenePainter:
         key = (shape, self._ray_table(), tuple(map(id, obj.patches)), tuple(sorted(obj.hidden_marker_ids)))
         cached = self._layers.get(id(obj))
         if (cached is None or cached[0] is not obj or cached[1] != key
-                or not np.allclose(cached[2], body2cam, rtol=0.0, atol=LAYER_POSE_TOL)):
+                or not float(np.abs(cached[2] - body2cam).max()) <= LAYER_POSE_TOL):  # allclose, cheaper
             premultiplied_, transmitted = np.zeros(shape, np.float32), np.ones(shape, np.float32)
             self._paint(premultiplied_, obj, world2cam, body2world)
             self._paint(transmitted, obj, world2cam, body2world)
@@ -123,17 +135,17 @@ class ScenePainter:
             return None
         start, end = motion
         point = end[:3, :3] @ np.array([0.0, 0.0, 1.0]) + end[:3, 3]
+        end_inv = np.linalg.inv(end)
         for obj in sorted(self.objects, key=lambda o: o.layer, reverse=True):
             if obj.board is not None:
                 pose = object_poses.get(id(obj))
                 origin = (obj.pose() if pose is None else pose)[:3, 3]
-                if (np.linalg.inv(end) @ np.append(origin, 1.0))[2] > 0.05:
+                if (end_inv @ np.append(origin, 1.0))[2] > 0.05:
                     point = origin
                     break
-        pixels = []
-        for pose in (start, end):
-            cam = np.linalg.inv(pose) @ np.append(point, 1.0)
-            pixels.append(self._project(cam[None, :3])[0])
+        point_h = np.append(point, 1.0)
+        # both ends projected at once (projectPoints maps each point alone)
+        pixels = self._project(np.stack([(np.linalg.inv(start) @ point_h)[:3], (end_inv @ point_h)[:3]]))
         shift = pixels[1] - pixels[0]
         length = float(np.linalg.norm(shift))
         self.last_blur_px = length

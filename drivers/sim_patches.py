@@ -81,12 +81,16 @@ class Patch:
     smooth: bool = False
     outline_plane: np.ndarray = field(init=False, repr=False)
     planes: tuple[tuple[np.ndarray, np.ndarray] | None, ...] = field(init=False, repr=False)
+    outline_h: np.ndarray = field(init=False, repr=False)  # (4, 3) outline_plane's corners, homogeneous
+    texel_m: float = field(init=False, repr=False)  # a level-0 texel's size on the patch (texture's v axis)
 
     def __post_init__(self) -> None:
         h, w = self.levels[0].shape[:2]
         outline = np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]])
         pts = cv2.perspectiveTransform(outline[None], self.tex2plane)[0]
         object.__setattr__(self, "outline_plane", pts)
+        object.__setattr__(self, "outline_h", np.column_stack([pts, np.ones(4)]))
+        object.__setattr__(self, "texel_m", float(np.linalg.norm(pts[3] - pts[0])) / h)
         # a premultiplied level as two contiguous one-channel images: OpenCV remaps one float
         # channel 3.5x faster than two, and at the exact coordinates (two channels go through
         # a 1/32-texel fixed-point grid)

@@ -47,7 +47,9 @@ How each step of the frame (:meth:`SimCamera._render`) is made region-exact:
 What is not made cheaper: the markers inside a window cost what they cost in the whole frame (the
 compiled kernel, ``sim_texkernel``, samples only their cells' edges, and each pixel from its
 neighbours in the marker's whole box, so that a window's part of it is the whole frame's), and
-each window pays some Python per object and patch. The BoardTracker reads its frames this way
+each window pays some Python per patch it draws (what the objects draw, the lens's projections
+and the patches' boxes, is planned once per frame: ``SimCamera._plan``, ``sim_render.plan_patches``;
+boxes close together are still drawn as one, ``MERGE_PX``). The BoardTracker reads its frames this way
 (``LazyFrame.region``): the windows of its markers' alignment, 5 % of the image on the flagship's
 approach.
 """
@@ -68,7 +70,7 @@ ALIGN_PX = 32  # columns the sensor's and the motion blur's boxes start and end 
 PATCH_ALIGN_PX = 4  # columns of a patch's box its part drawn starts on (from the box's first)
 PATCH_MARGIN_PX = 4  # pixels of a patch's box drawn beyond a window (its bilinear enlargements' reach)
 FULL_SHARE = 0.6  # a region whose boxes cover more of the image than this is rendered whole
-MERGE_PX = 100_000  # boxes merged when that adds at most this many pixels (~0.6 ms of work, a box's overhead)
+MERGE_PX = 20_000  # boxes merged when that adds at most this many pixels (~0.2 ms of work, a box's overhead)
 DFT_TAPS = 130  # a motion-blur kernel of this many taps or more: cv2.filter2D goes through a DFT
 
 
@@ -165,22 +167,24 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
     world2cam = np.linalg.inv(camera.cam2world() if cam2world is None else cam2world)
     world2cam_now = world2cam if motion is None else np.linalg.inv(motion[1])
     objects = sorted(camera.objects, key=lambda o: o.layer)
+    # what the objects draw, planned once for all the boxes (the lens's projections, the patches' boxes)
+    painting = [camera._plan(obj, world2cam, object_poses.get(id(obj)), (height, width))
+                for obj in objects if not obj.on_camera]
+    layers = [camera._layer((height, width), obj, world2cam_now, object_poses.get(id(obj)))
+              for obj in objects if obj.on_camera]
     for inside, exposed, painted in plans:
         px0, py0, px1, py1 = painted
         canvas = np.full((py1 - py0, px1 - px0), camera.background_albedo, np.float32)
-        for obj in objects:
-            if not obj.on_camera:
-                camera._paint(canvas, obj, world2cam, object_poses.get(id(obj)), (px0, py0, width, height))
+        for plan in painting:
+            camera._draw_plan(canvas, plan, (px0, py0, width, height))
         if kernel is not None:
             canvas = cv2.filter2D(canvas, -1, kernel, borderType=cv2.BORDER_REPLICATE)
         ex0, ey0, ex1, ey1 = exposed
         canvas = np.ascontiguousarray(canvas[ey0 - py0:ey1 - py0, ex0 - px0:ex1 - px0])
         window = (ex0, ey0, width, height)
-        for obj in objects:
-            if obj.on_camera:
-                layer_box, planes = camera._layer((height, width), obj, world2cam_now, object_poses.get(id(obj)))
-                if layer_box is not None:
-                    _apply_layer(canvas, window, layer_box, planes)
+        for layer_box, planes in layers:
+            if layer_box is not None:
+                _apply_layer(canvas, window, layer_box, planes)
         for occ in camera.occluders:
             _occlude(canvas, occ.polygon, occ.albedo, window)
         image = camera.imager.expose(canvas, camera.sensor, intr, (ex0, ey0), draw)

@@ -60,6 +60,7 @@ from orbitree.drivers.sim_patches import (
     premultiplied,
     rect_patch,
 )
+from orbitree.drivers.sim_patchsets import NEAR_Z_M, NOT_BATCHED, faces_rays, outlines_px, stacked
 from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistorted_rays
 from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
 from orbitree.drivers.sim_texkernel import draw_box
@@ -71,8 +72,10 @@ __all__ = [
     "SMOOTH_MIN_PIXELS",
     "Patch",
     "RayTable",
+    "draw_patches",
     "marker_patch",
     "marker_texture_levels",
+    "plan_patches",
     "plane_basis",
     "polygon_patch",
     "premultiplied",
@@ -83,7 +86,6 @@ __all__ = [
     "undistorted_rays",
 ]
 
-NEAR_Z_M = 1e-3
 ROI_PAD_PX = 3
 
 
@@ -94,7 +96,7 @@ def _half_texel_shift() -> np.ndarray:
 def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) -> int:
     """Pyramid level whose texel spans at most 4/k output pixels (2/k to 4/k when available),
     judged at the patch's nearest outline corner without foreshortening (the finest need)."""
-    outline_cam = np.column_stack([patch.outline_plane, np.ones(4)]) @ plane2cam.T
+    outline_cam = patch.outline_h @ plane2cam.T
     depth = max(float(outline_cam[:, 2].min()), NEAR_Z_M)
     px_per_texel0 = focal_px * _texel_m(patch) / depth
     level = 0
@@ -105,8 +107,7 @@ def _choose_level(patch: Patch, plane2cam: np.ndarray, focal_px: float, k: int) 
 
 def _texel_m(patch: Patch) -> float:
     """Size of a level-0 texel on the patch, metres (along the texture's v axis)."""
-    side_m = float(np.linalg.norm(patch.outline_plane[3] - patch.outline_plane[0]))
-    return side_m / patch.levels[0].shape[0]
+    return patch.texel_m
 
 
 def _outline_samples(outline_cam: np.ndarray, per_edge: int = 4) -> np.ndarray:
@@ -151,59 +152,89 @@ def render_patches(
     array operations (``sim_coverage.fill_polygons``), the per-face cost of a solid being mostly
     Python. ``window`` (x0, y0, image width, image height): ``canvas`` holds only the image's
     pixels from (x0, y0), each painted as in the whole image (``sim_region``)."""
+    size = canvas.shape if window is None else (window[3], window[2])
+    draw_patches(canvas, plan_patches(patches, body2cam, table, project, size), window)
+
+
+def draw_patches(canvas: np.ndarray, plan: list[tuple], window: Window | None = None) -> None:
+    """:func:`plan_patches`'s steps drawn over ``canvas`` (at ``window``, as in
+    :func:`render_patches`): a plan made once serves every window of a frame."""
+    for step in plan:
+        if step[0] is _FACES:
+            fill_polygons(canvas, step[1], step[2], window)
+        else:
+            _draw_texture(canvas, *step[1:], window)
+
+
+_FACES, _TEXTURE = object(), object()  # the kinds of a plan's steps
+
+
+def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable,
+                 project: Callable[[np.ndarray], np.ndarray], size: tuple[int, int]) -> list[tuple]:
+    """What :func:`render_patches` draws of ``patches`` in an image of ``size`` (h, w), in order,
+    all that does not depend on the part of the image drawn: runs of uniform faces (their
+    projected outlines and albedos) and textured patches (their level, homography and box)."""
+    plan: list[tuple] = []
     faces: list[tuple[np.ndarray, float]] = []
     if not patches:
-        return
+        return plan
     # every patch's plane in the camera frame, back faces and outlines at once
     rot = body2cam[:3, :3]
-    plane2cam_all = np.matmul(rot, np.stack([patch.plane2body for patch in patches]))
+    plane2body_all, normals, one_sided, outlines_t = stacked(patches)
+    plane2cam_all = np.matmul(rot, plane2body_all)
     plane2cam_all[:, :, 2] += body2cam[:3, 3]
-    normals = np.stack([_NO_NORMAL if patch.normal is None else patch.normal for patch in patches])
     facing = np.einsum("pi,pi->p", normals @ rot.T, plane2cam_all[:, :, 2]) < 0.0  # no normal: 0 < 0 false
-    one_sided = np.array([patch.normal is not None for patch in patches])
-    outline_all = np.matmul(plane2cam_all[:, :, :2], np.stack([patch.outline_plane for patch in patches])
-                            .transpose(0, 2, 1)) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
+    outline_all = np.matmul(plane2cam_all[:, :, :2], outlines_t) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
     in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
     visible = (~one_sided | facing) & in_front_all.any(axis=1)
-    face_rays = _faces_rays(patches, np.flatnonzero(visible), plane2cam_all, table)
+    face_rays = faces_rays(patches, np.flatnonzero(visible), plane2cam_all, table)
+    projected = outlines_px(patches, visible, outline_all, in_front_all, table, project)
     for index in np.flatnonzero(visible).tolist():
         patch, plane2cam = patches[index], plane2cam_all[index]
         outline_cam, in_front = outline_all[index].T, in_front_all[index]
         if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
             continue  # crosses the camera's plane but the part in front is out of view
         if patch.polygon is not None:
-            rays = face_rays.get(index, _NOT_BATCHED)
-            if rays is _NOT_BATCHED:
+            rays = face_rays.get(index, NOT_BATCHED)
+            if rays is NOT_BATCHED:
                 rays = _face_rays(patch, plane2cam, table)
             if rays is not None:
                 faces.append((rays, patch.albedo))
             continue
         if faces:
-            _fill_faces(canvas, faces, project, window)
+            plan.append(_faces_step(faces, project))
             faces = []
-        _render_texture(canvas, patch, plane2cam, outline_cam, in_front, table, project, window)
+        step = _texture_step(size, patch, plane2cam, outline_cam, in_front, table, project, projected.get(index))
+        if step is not None:
+            plan.append(step)
     if faces:
-        _fill_faces(canvas, faces, project, window)
+        plan.append(_faces_step(faces, project))
+    return plan
 
 
-def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
-                    in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
-                    window: Window | None = None) -> None:
-    """A textured patch (some of it in front of the camera) sampled over its pixel box (over the
-    part of it a ``window`` needs: ``sim_region.sub_box``)."""
-    height, width = canvas.shape if window is None else (window[3], window[2])
+
+
+def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
+                  in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
+                  outline_px: np.ndarray | None = None) -> tuple | None:
+    """A textured patch's step of a plan (some of it in front of the camera; None: nothing in an
+    image of ``size``): its level, homography and pixel box, for :func:`_draw_texture`.
+    ``outline_px``: its projected outline samples when wholly in front and in view
+    (``sim_patchsets.outlines_px``), else None."""
+    height, width = size
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
     x0, y0, x1, y1 = 0, 0, width, height
-    if in_front.all() and _within_view(outline_cam, table):
-        outline_px = project(_outline_samples(outline_cam))
+    if outline_px is not None or (in_front.all() and _within_view(outline_cam, table)):
+        if outline_px is None:
+            outline_px = project(_outline_samples(outline_cam))
         texel_px = table.focal_px * _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
         pad = ROI_PAD_PX + int(np.ceil(texel_px))  # the bilinear ramp reaches half a texel out
         x0, y0 = np.floor(outline_px.min(axis=0)).astype(int) - pad
         x1, y1 = np.ceil(outline_px.max(axis=0)).astype(int) + pad + 1
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
         if x0 >= x1 or y0 >= y1:
-            return
+            return None
     elif in_front.all():
         # partly or wholly out of view: the pinhole image of a planar convex patch in front of
         # the camera lies inside its corners' ray box, whatever the lens distortion does after
@@ -212,13 +243,21 @@ def _render_texture(canvas: np.ndarray, patch: Patch, plane2cam: np.ndarray, out
         pad = (ROI_PAD_PX / table.focal_px) + texel_ray
         box = table.pixels_of_ray_box(rays_out.min(axis=0) - pad, rays_out.max(axis=0) + pad)
         if box is None:
-            return
+            return None
         x0, y0, x1, y1 = box
     scale = np.diag([2.0**level, 2.0**level, 1.0])
     ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
-    box = (x0, y0, x1, y1)
     # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly
     halved = patch.smooth and k == 1 and (y1 - y0) * (x1 - x0) >= SMOOTH_MIN_PIXELS
+    return _TEXTURE, patch, level, ray2tex, plane2cam, in_front, table, (x0, y0, x1, y1), halved
+
+
+def _draw_texture(canvas: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, plane2cam: np.ndarray,
+                  in_front: np.ndarray, table: RayTable, box: tuple[int, int, int, int], halved: bool,
+                  window: Window | None = None) -> None:
+    """A textured patch's step (:func:`_texture_step`) drawn: sampled over its pixel ``box``, or
+    over the part of it a ``window`` needs (``sim_region.sub_box``)."""
+    x0, y0, x1, y1 = box
     if window is None:
         _draw_box(canvas[y0:y1, x0:x1], patch, level, ray2tex, plane2cam, in_front, table, box, box, halved)
         return
@@ -314,7 +353,6 @@ def _within_texture(coords: np.ndarray, shape: tuple[int, ...]) -> bool:
     return bool(low.min() >= 1 / 16 and high[0] <= shape[1] - 1 - 1 / 16 and high[1] <= shape[0] - 1 - 1 / 16)
 
 
-_NO_NORMAL = np.zeros(3)
 SMOOTH_MIN_PIXELS = 128 * 128  # a smooth patch smaller than this in the image is sampled whole
 
 
@@ -333,48 +371,10 @@ def _face_rays(patch: Patch, plane2cam: np.ndarray, table: RayTable) -> np.ndarr
     return rays if len(rays) >= 3 else None
 
 
-_NOT_BATCHED = object()
-
-
-def _faces_rays(patches: Sequence[Patch], indices: np.ndarray, plane2cam_all: np.ndarray,
-                table: RayTable) -> dict[int, np.ndarray | None]:
-    """:func:`_face_rays` of the uniform polygon patches among ``patches[indices]`` whose vertices
-    all lie in front of the camera, computed together (index -> rays (M, 2), or None when the
-    polygon lies out of view); the others are left out (their near-plane clipping is per face)."""
-    chosen = [i for i in indices.tolist() if patches[i].polygon is not None]
-    if not chosen:
-        return {}
-    polygons = [patches[i].polygon for i in chosen]
-    sizes = [len(polygon) for polygon in polygons]
-    vertices = np.concatenate(polygons)
-    planes = np.repeat(plane2cam_all[chosen], sizes, axis=0)  # (M, 3, 3)
-    # as polygon @ plane2cam[:, :2].T + plane2cam[:, 2], vertex by vertex
-    cam = vertices[:, :1] * planes[:, :, 0] + vertices[:, 1:] * planes[:, :, 1] + planes[:, :, 2]
-    front = cam[:, 2] > NEAR_Z_M
-    rays = cam[:, :2] / np.where(front, cam[:, 2], 1.0)[:, None]
-    grow = 0.1 * (table.rays_max - table.rays_min)
-    low, high = table.rays_min - grow, table.rays_max + grow
-    inside = np.all((rays >= low) & (rays <= high), axis=1)
-    ends = np.cumsum(sizes).tolist()
-    all_front = np.logical_and.reduceat(front, [0, *ends[:-1]]).tolist()
-    all_inside = np.logical_and.reduceat(inside, [0, *ends[:-1]]).tolist()
-    out: dict[int, np.ndarray | None] = {}
-    start = 0
-    for n, (index, end) in enumerate(zip(chosen, ends, strict=True)):
-        if all_front[n]:
-            mine = rays[start:end]
-            if not all_inside[n]:
-                mine = clip_box(mine, low, high)
-            out[index] = mine if len(mine) >= 3 else None
-        start = end
-    return out
-
-
-def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
-                project: Callable[[np.ndarray], np.ndarray], window: Window | None = None) -> None:
-    """Uniform polygons filled in the image, in order: (outline rays (M, 2), albedo) each, their
-    edges sampled 8 times each so they bend through the lens as the texture path would draw
-    them (one projection for all)."""
+def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.ndarray], np.ndarray]) -> tuple:
+    """A plan's step of uniform polygons to fill in the image (``fill_polygons``), in order:
+    (outline rays (M, 2), albedo) each, their edges sampled 8 times each so they bend through the
+    lens as the texture path would draw them (one projection for all)."""
     per_edge = 8
     sizes = np.array([len(rays) for rays, _ in faces])
     rays = np.concatenate([rays for rays, _ in faces])
@@ -385,7 +385,7 @@ def _fill_faces(canvas: np.ndarray, faces: list[tuple[np.ndarray, float]],
     samples = np.ones((len(rays), per_edge, 3))
     samples[:, :, :2] = rays[:, None, :] + steps * (rays[following] - rays)[:, None, :]
     pixels = project(samples.reshape(-1, 3))
-    fill_polygons(canvas, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces], window)
+    return _FACES, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces]
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:

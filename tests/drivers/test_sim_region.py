@@ -305,3 +305,17 @@ def test_other_image_sizes_render_regions_exactly_alone_when_their_width_is_on_t
             part = camera.render(pose, motion, region=(x0, y0, x1, y1))
             assert np.array_equal(part[y0:y1, x0:x1], whole[y0:y1, x0:x1])
             assert (seen[-1][1] is not None) == alone  # rendered alone, or whole
+
+
+def test_a_face_crossed_more_than_twice_only_outside_a_window_is_filled_there_by_the_compiled_loops():
+    from orbitree.drivers.sim_coverage import _fill_convex
+    # a U: its rows 10-60 crossed four times, its rows 60-90 twice
+    u_shape = np.array([[10, 10], [30, 10], [30, 60], [70, 60], [70, 10], [90, 10], [90, 90], [10, 90]]) + 0.3
+    whole = np.random.default_rng(2).random((100, 100)).astype(np.float32)
+    x0, y0, x1, y1 = 5, 70, 95, 97
+    window = whole[y0:y1, x0:x1].copy()
+    fill_polygons(whole, [u_shape], [0.25])  # the whole image: the even-odd path
+    assert _fill_convex(window, u_shape, np.array([8]), np.array([0.25], np.float32), 0, x0, y0, 100, 100) == 1
+    assert np.array_equal(window, whole[y0:y1, x0:x1])
+    above = whole[20:50, x0:x1].copy()  # rows crossed four times: left to the even-odd path
+    assert _fill_convex(above, u_shape, np.array([8]), np.array([0.25], np.float32), 0, x0, 20, 100, 100) == 0
