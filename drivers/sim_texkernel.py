@@ -42,7 +42,7 @@ _PREPARED_MAX = 256
 _MARGIN = 1e-3  # texel: room for the rounding of the samples' coordinates in the uniform test
 PAD = 2  # texels of border around the padded planes: a bilinear read clamped to it reads the border
 _OPAQUE, _PREMULTIPLIED, _ALPHA_ONE = 0, 1, 2  # texture kinds
-_WHOLE, _SAMPLED = 1, 2  # pixel paths (draw_box's classes)
+_WHOLE, _SAMPLED, _LINE = 1, 2, 3  # pixel paths (draw_box's classes)
 _NO_CLASSES = np.zeros((0, 0), np.int8)
 
 
@@ -60,13 +60,14 @@ def uniform_tables(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return across.cumsum(0).cumsum(1).astype(np.int32), down.cumsum(0).cumsum(1).astype(np.int32)
 
 
-def prepared(level: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def prepared(level: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """What the kernel reads of a texture level ((h, w) opaque albedo or (h, w, 2) premultiplied):
     its kind (opaque, premultiplied, premultiplied and opaque all over: the markers), its
     :func:`uniform_tables` and its planes (albedo, alpha; an opaque texture's twice) padded by
     ``PAD`` texels of remap's constant border (NaN opaque, 0 premultiplied), so that a bilinear
     read near or off the edge needs no test. Made once per texture array (the markers' pyramids
-    are shared, read-only: :mod:`orbitree.drivers.sim_patches`), level by level as drawn."""
+    are shared, read-only: :mod:`orbitree.drivers.sim_patches`), level by level as drawn; and
+    whether its texels are all finite and none -0.0 (the kernel's reads along one axis)."""
     entry = _PREPARED.get(id(level))
     if entry is not None and entry[0] is level:
         return entry[1]
@@ -79,7 +80,8 @@ def prepared(level: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray
     else:
         kind = _ALPHA_ONE if bool(np.all(level[..., 1] == 1.0)) else _PREMULTIPLIED
         albedo, alpha = _padded(level[..., 0], 0.0), _padded(level[..., 1], 0.0)
-    value = (kind, across, down, albedo, alpha)
+    lines = bool(np.all(np.isfinite(level)) and not np.any(np.signbit(level)))
+    value = (kind, across, down, albedo, alpha, lines)
     _PREPARED[id(level)] = (level, value)
     return value
 
@@ -101,16 +103,27 @@ def draw_box(roi: np.ndarray, level: np.ndarray, rays: np.ndarray, ray2tex: np.n
     (texel centres on integers), ``k`` the samples per pixel side. ``classes``: an int8 array of
     the roi's shape, given each pixel's path (0: no read on the texture, left as it is; 1: one
     texel's value; 2: sampled k x k), for the tests."""
-    kind, across, down, albedo, alpha = prepared(level)
+    kind, across, down, albedo, alpha, lines = prepared(level)
     _draw(roi, albedo, alpha, kind, across, down, rays, np.ascontiguousarray(ray2tex, np.float64), k,
-          *(int(v) for v in box), *(int(v) for v in sub), _NO_CLASSES if classes is None else classes)
+          *(int(v) for v in box), *(int(v) for v in sub), _NO_CLASSES if classes is None else classes, lines)
 
 
 @numba.njit(cache=True, inline="always")
 def _uniform(across: Any, down: Any, r0: int, c0: int, r1: int, c1: int) -> bool:
     """Texels [r0, r1] x [c0, c1] (inclusive, on the texture) all equal."""
-    return (across[r1 + 1, c1] - across[r0, c1] - across[r1 + 1, c0] + across[r0, c0] == 0
-            and down[r1, c1 + 1] - down[r0, c1 + 1] - down[r1, c0] + down[r0, c0] == 0)
+    return _rows_flat(across, r0, c0, r1, c1) and _columns_flat(down, r0, c0, r1, c1)
+
+
+@numba.njit(cache=True, inline="always")
+def _rows_flat(across: Any, r0: int, c0: int, r1: int, c1: int) -> bool:
+    """Texels [r0, r1] x [c0, c1] (inclusive, on the texture): each row of them one value."""
+    return across[r1 + 1, c1] - across[r0, c1] - across[r1 + 1, c0] + across[r0, c0] == 0
+
+
+@numba.njit(cache=True, inline="always")
+def _columns_flat(down: Any, r0: int, c0: int, r1: int, c1: int) -> bool:
+    """Texels [r0, r1] x [c0, c1] (inclusive, on the texture): each column of them one value."""
+    return down[r1, c1 + 1] - down[r0, c1 + 1] - down[r1, c0] + down[r0, c0] == 0
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -157,9 +170,45 @@ def _extent(c: Any, r: int, x: int, f: float) -> tuple[float, float]:
     return lo, hi
 
 
+@numba.njit(cache=True, inline="always")
+def _samples(c: Any, r: int, x: int, w_prev: Any, w_next: Any, k: int, out: Any) -> None:
+    """A coordinate (``c``, padded) at pixel (r, x)'s k x k samples, into ``out``: bilinear between
+    its centre and its neighbours', rounded to float32 (the coordinate image cv2.remap reads)."""
+    for sy in range(k):
+        ny, wy = (r - 1, w_prev[sy]) if w_prev[sy] > 0.0 else (r + 1, w_next[sy])
+        cm = c[r, x - 1] + wy * (c[ny, x - 1] - c[r, x - 1])
+        co = c[r, x] + wy * (c[ny, x] - c[r, x])
+        cn = c[r, x + 1] + wy * (c[ny, x + 1] - c[r, x + 1])
+        for sx in range(k):
+            if w_prev[sx] > 0.0:
+                out[sy * k + sx] = np.float32(co + w_prev[sx] * (cm - co))
+            else:
+                out[sy * k + sx] = np.float32(co + w_next[sx] * (cn - co))
+
+
+@numba.njit(cache=True, inline="always")
+def _line_read(plane: Any, su: float, sv: float, columns_flat: bool, r0: int, c0: int, tw: int, th: int) -> float:
+    """The bilinear read of the general path at (su, sv) in a block of texels whose columns
+    (``columns_flat``; else rows) are each one value, from row ``r0`` (column ``c0``) of the
+    block: the same operations on the same values, less those that add an exact 0."""
+    if columns_flat:  # a read's two rows equal: bottom == top, top + (bottom - top) * b == top
+        fj = math.floor(su)
+        a = su - fj
+        j0 = min(max(fj, -PAD), tw + PAD - 2) + PAD
+        p00, p01 = plane[r0 + PAD, j0], plane[r0 + PAD, j0 + 1]
+        return p00 + (p01 - p00) * a
+    # a read's two columns equal: p01 - p00 == 0, top == p00, the bottom lerp == p10
+    fi = math.floor(sv)
+    b = sv - fi
+    i0 = min(max(fi, -PAD), th + PAD - 2) + PAD
+    top, bottom = np.float64(plane[i0, c0 + PAD]), np.float64(plane[i0 + 1, c0 + PAD])
+    return top + (bottom - top) * b
+
+
 @numba.njit(cache=True, error_model="numpy", nogil=True)  # a camera rendering in a thread
 def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, rays: Any, h: Any, k: int,
-          bx0: int, by0: int, bx1: int, by1: int, x0: int, y0: int, x1: int, y1: int, classes: Any) -> None:
+          bx0: int, by0: int, bx1: int, by1: int, x0: int, y0: int, x1: int, y1: int, classes: Any,
+          lines: bool) -> None:
     """:func:`draw_box`'s loops; ``classes`` (the roi's shape, or empty: not recorded) gets each
     pixel's path: 0 no read on the texture, ``_WHOLE`` one texel's value, ``_SAMPLED``."""
     cu, cv = _centres(rays, h, bx0, by0, bx1, by1, x0, y0, x1, y1)
@@ -190,7 +239,9 @@ def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, 
             if c1 < 0 or c0 >= tw or r1 < 0 or r0 >= th:
                 continue  # every read off the texture: NaN (opaque) or nothing (premultiplied): class 0
             on_texture = c0 >= 0 and c1 < tw and r0 >= 0 and r1 < th
-            if on_texture and _uniform(across, down, r0, c0, r1, c1):
+            rows_flat = on_texture and _rows_flat(across, r0, c0, r1, c1)
+            columns_flat = on_texture and _columns_flat(down, r0, c0, r1, c1)
+            if rows_flat and columns_flat:
                 if mode == _OPAQUE:
                     roi[r - 1, x - 1] = albedo[r0 + PAD, c0 + PAD]
                 else:
@@ -199,43 +250,41 @@ def _draw(roi: Any, albedo: Any, alpha: Any, mode: int, across: Any, down: Any, 
                 if record:
                     classes[r - 1, x - 1] = _WHOLE
                 continue
-            if record:
-                classes[r - 1, x - 1] = _SAMPLED
             # the k x k samples' coordinates: bilinear between the centre and its neighbours
-            for sy in range(k):
-                ny, wy = (r - 1, w_prev[sy]) if w_prev[sy] > 0.0 else (r + 1, w_next[sy])
-                um = cu[r, x - 1] + wy * (cu[ny, x - 1] - cu[r, x - 1])
-                uo = cu[r, x] + wy * (cu[ny, x] - cu[r, x])
-                un = cu[r, x + 1] + wy * (cu[ny, x + 1] - cu[r, x + 1])
-                vm = cv[r, x - 1] + wy * (cv[ny, x - 1] - cv[r, x - 1])
-                vo = cv[r, x] + wy * (cv[ny, x] - cv[r, x])
-                vn = cv[r, x + 1] + wy * (cv[ny, x + 1] - cv[r, x + 1])
-                for sx in range(k):
-                    # a float32 map, as the coordinate image cv2.remap reads
-                    if w_prev[sx] > 0.0:
-                        su[sy * k + sx] = np.float32(uo + w_prev[sx] * (um - uo))
-                        sv[sy * k + sx] = np.float32(vo + w_prev[sx] * (vm - vo))
-                    else:
-                        su[sy * k + sx] = np.float32(uo + w_next[sx] * (un - uo))
-                        sv[sy * k + sx] = np.float32(vo + w_next[sx] * (vn - vo))
+            line = lines and (columns_flat or rows_flat)
+            if record:
+                classes[r - 1, x - 1] = _LINE if line else _SAMPLED
+            if not line or columns_flat:
+                _samples(cu, r, x, w_prev, w_next, k, su)
+            if not line or not columns_flat:
+                _samples(cv, r, x, w_prev, w_next, k, sv)
             # bilinear reads of the padded planes, clamped to their border (past it: all border)
             total_p = 0.0
             total_a = 0.0
             with_alpha = mode == _PREMULTIPLIED or (mode == _ALPHA_ONE and not on_texture)
-            for s in range(k * k):
-                fj, fi = math.floor(su[s]), math.floor(sv[s])
-                a, b = su[s] - fj, sv[s] - fi
-                j0 = min(max(fj, -PAD), tw + PAD - 2) + PAD
-                i0 = min(max(fi, -PAD), th + PAD - 2) + PAD
-                p00, p01 = albedo[i0, j0], albedo[i0, j0 + 1]
-                p10, p11 = albedo[i0 + 1, j0], albedo[i0 + 1, j0 + 1]
-                top = p00 + (p01 - p00) * a
-                total_p += top + (p10 + (p11 - p10) * a - top) * b
-                if with_alpha:
-                    p00, p01 = alpha[i0, j0], alpha[i0, j0 + 1]
-                    p10, p11 = alpha[i0 + 1, j0], alpha[i0 + 1, j0 + 1]
+            if line:
+                # the block's texels equal down each column (or along each row): a read's two rows
+                # (columns) equal, the general read's lerp between them adds an exact 0 (no
+                # texel is -0.0, NaN or infinite: ``lines``), so only the other axis is read
+                for s in range(k * k):
+                    total_p += _line_read(albedo, su[s], sv[s], columns_flat, r0, c0, tw, th)
+                    if with_alpha:
+                        total_a += _line_read(alpha, su[s], sv[s], columns_flat, r0, c0, tw, th)
+            else:
+                for s in range(k * k):
+                    fj, fi = math.floor(su[s]), math.floor(sv[s])
+                    a, b = su[s] - fj, sv[s] - fi
+                    j0 = min(max(fj, -PAD), tw + PAD - 2) + PAD
+                    i0 = min(max(fi, -PAD), th + PAD - 2) + PAD
+                    p00, p01 = albedo[i0, j0], albedo[i0, j0 + 1]
+                    p10, p11 = albedo[i0 + 1, j0], albedo[i0 + 1, j0 + 1]
                     top = p00 + (p01 - p00) * a
-                    total_a += top + (p10 + (p11 - p10) * a - top) * b
+                    total_p += top + (p10 + (p11 - p10) * a - top) * b
+                    if with_alpha:
+                        p00, p01 = alpha[i0, j0], alpha[i0, j0 + 1]
+                        p10, p11 = alpha[i0 + 1, j0], alpha[i0 + 1, j0 + 1]
+                        top = p00 + (p01 - p00) * a
+                        total_a += top + (p10 + (p11 - p10) * a - top) * b
             if not with_alpha:
                 total_a = k * k
             if mode == _OPAQUE and np.isnan(total_p):

@@ -83,18 +83,19 @@ def _compare(rng: np.random.Generator, patches: list, poses: list[tuple[float, f
              monkeypatch: pytest.MonkeyPatch) -> dict:
     """Per-class maximum differences (kernel - OpenCV) over random poses, and the counts."""
     out = {"whole": 0.0, "sampled": 0.0, "untouched": 0.0, "outside": 0.0, "n_whole": 0, "n_sampled": 0,
-           "n_changed": 0, "n_pixels": 0, "sum": 0.0, "levels": set()}
+           "n_line": 0, "n_changed": 0, "n_pixels": 0, "sum": 0.0, "levels": set()}
     for distance, tilt, spread in poses:
         patch = patches[int(rng.integers(len(patches)))]
         canvas = rng.random((INTR.height, INTR.width)).astype(np.float32)
         old, new, classes, levels = _both(canvas, patch, _random_pose(rng, distance, tilt, spread), monkeypatch)
         diff = new.astype(np.float64) - old
-        for name, code in (("outside", -1), ("untouched", 0), ("whole", 1), ("sampled", 2)):
-            if np.any(classes == code):
-                out[name] = max(out[name], float(np.abs(diff[classes == code]).max()))
+        for name, codes in (("outside", [-1]), ("untouched", [0]), ("whole", [1]), ("sampled", [2, 3])):
+            if np.any(np.isin(classes, codes)):
+                out[name] = max(out[name], float(np.abs(diff[np.isin(classes, codes)]).max()))
         assert np.array_equal(new[classes == 0], canvas[classes == 0])  # no read on the texture
         out["n_whole"] += int(np.count_nonzero(classes == 1))
-        out["n_sampled"] += int(np.count_nonzero(classes == 2))
+        out["n_sampled"] += int(np.count_nonzero(classes >= 2))
+        out["n_line"] += int(np.count_nonzero(classes == 3))
         out["n_changed"] += int(np.count_nonzero(diff))
         out["n_pixels"] += diff.size
         out["sum"] += float(diff.sum())
@@ -125,6 +126,7 @@ def test_marker_pixels_match_the_opencv_path_interior_exactly_edges_to_float_rou
     assert stats["untouched"] == 0.0 and stats["outside"] == 0.0
     assert abs(stats["sum"]) / stats["n_pixels"] < 1e-9
     assert stats["n_whole"] > 20_000 and stats["n_sampled"] > 20_000  # both paths drawn
+    assert stats["n_line"] > 0.5 * stats["n_sampled"]  # most sampled pixels on one cell edge: read along it
     assert len(stats["levels"]) >= 4  # from coarse (far) to fine (near) texture levels
 
 
@@ -146,6 +148,42 @@ def test_other_textures_match_the_opencv_path_and_off_texture_reads_act_as_remap
     assert stats["untouched"] == 0.0 and stats["outside"] == 0.0
     assert abs(stats["sum"]) / stats["n_pixels"] < 1e-9
     assert stats["n_whole"] > 5_000 and stats["n_sampled"] > 5_000
+
+
+@pytest.mark.parametrize("kind", ["marker", "opaque", "premultiplied"])
+def test_reading_along_one_axis_where_a_block_is_flat_gives_the_general_reads_bits(kind, monkeypatch):
+    """Random views of markers, of an opaque texture and of a premultiplied one: the pixels drawn
+    with the reads along one axis (a block whose texels are equal down each column or along each
+    row, ``_LINE``) equal, bit for bit, those drawn with the general bilinear reads everywhere
+    (``prepared``'s ``lines`` off); and many pixels take that path."""
+    rng = np.random.default_rng(17)
+    albedo = np.kron(rng.integers(0, 2, (12, 12)), np.ones((8, 8))).astype(np.float32) * 0.8 + 0.05
+    if kind == "marker":
+        patches = [_marker(i) for i in (1, 9)]
+    elif kind == "opaque":
+        patches = [rect_patch(albedo, 0.03, 0.03, np.eye(4), 3)]
+    else:
+        alpha = np.kron(rng.integers(0, 3, (8, 8)), np.ones((12, 12))) / 2
+        patches = [rect_patch(premultiplied(albedo, alpha), 0.03, 0.03, np.eye(4), 4)]
+    prepared = sim_texkernel.prepared
+
+    def general(level):
+        return (*prepared(level)[:5], False)
+
+    lines = 0
+    for distance, tilt, spread in _poses(rng, 15):
+        patch = patches[int(rng.integers(len(patches)))]
+        pose = _random_pose(rng, distance, tilt, spread)
+        canvas = rng.random((INTR.height, INTR.width)).astype(np.float32)
+        fast = canvas.copy()
+        render_patches(fast, [patch], pose, TABLE, _project)
+        with monkeypatch.context() as m:
+            m.setattr(sim_texkernel, "prepared", general)
+            render_patches(canvas, [patch], pose, TABLE, _project)
+        assert fast.tobytes() == canvas.tobytes()
+        _, _, classes, _ = _both(canvas, patch, pose, monkeypatch)
+        lines += int(np.count_nonzero(classes == sim_texkernel._LINE))
+    assert lines > 2_000
 
 
 def test_a_pixel_is_drawn_the_same_whatever_part_of_its_box_is_drawn():
@@ -199,5 +237,7 @@ def test_uniform_tables_tell_uniform_blocks_of_texels_as_brute_force_does():
                 block = planes[r0:r1 + 1, c0:c1 + 1]
                 expected = bool(np.all(block == block[0, 0]))
                 assert sim_texkernel._uniform(across, down, r0, c0, r1, c1) == expected
+                assert sim_texkernel._rows_flat(across, r0, c0, r1, c1) == bool(np.all(block == block[:, :1]))
+                assert sim_texkernel._columns_flat(down, r0, c0, r1, c1) == bool(np.all(block == block[:1]))
                 seen[expected] += 1
     assert seen[True] > 300 and seen[False] > 300
