@@ -89,6 +89,9 @@ __all__ = [
 ROI_PAD_PX = 3
 
 
+_SHIFTS: dict[int, np.ndarray] = {}  # pyramid level -> texture coordinates of its texel centres from level 0's
+
+
 def _half_texel_shift() -> np.ndarray:
     return np.array([[1.0, 0.0, -0.5], [0.0, 1.0, -0.5], [0.0, 0.0, 1.0]])
 
@@ -218,7 +221,8 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
                   in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
                   outline_px: np.ndarray | None = None) -> tuple | None:
     """A textured patch's step of a plan (some of it in front of the camera; None: nothing in an
-    image of ``size``): its level, homography and pixel box, for :func:`_draw_texture`.
+    image of ``size``): its level, homography, whether the plane's horizon is out of view and
+    pixel box, for :func:`_draw_texture`.
     ``outline_px``: its projected outline samples when wholly in front and in view
     (``sim_patchsets.outlines_px``), else None."""
     height, width = size
@@ -245,34 +249,37 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
         if box is None:
             return None
         x0, y0, x1, y1 = box
-    scale = np.diag([2.0**level, 2.0**level, 1.0])
-    ray2tex = _half_texel_shift() @ scale @ np.linalg.inv(plane2cam @ patch.tex2plane)
+    shift = _SHIFTS.get(level)
+    if shift is None:  # the half-texel shift after the level's scale (the same product each time)
+        shift = _SHIFTS[level] = _half_texel_shift() @ np.diag([2.0**level, 2.0**level, 1.0])
+    ray2tex = shift @ np.linalg.inv(plane2cam @ patch.tex2plane)
     # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly
     halved = patch.smooth and k == 1 and (y1 - y0) * (x1 - x0) >= SMOOTH_MIN_PIXELS
-    return _TEXTURE, patch, level, ray2tex, plane2cam, in_front, table, (x0, y0, x1, y1), halved
+    no_horizon = bool(in_front.all()) or _rays_all_in_front(table, plane2cam)  # once for all the windows
+    return _TEXTURE, patch, level, ray2tex, plane2cam, no_horizon, table, (x0, y0, x1, y1), halved
 
 
 def _draw_texture(canvas: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, plane2cam: np.ndarray,
-                  in_front: np.ndarray, table: RayTable, box: tuple[int, int, int, int], halved: bool,
+                  no_horizon: bool, table: RayTable, box: tuple[int, int, int, int], halved: bool,
                   window: Window | None = None) -> None:
     """A textured patch's step (:func:`_texture_step`) drawn: sampled over its pixel ``box``, or
     over the part of it a ``window`` needs (``sim_region.sub_box``)."""
     x0, y0, x1, y1 = box
     if window is None:
-        _draw_box(canvas[y0:y1, x0:x1], patch, level, ray2tex, plane2cam, in_front, table, box, box, halved)
+        _draw_box(canvas[y0:y1, x0:x1], patch, level, ray2tex, plane2cam, no_horizon, table, box, box, halved)
         return
     sub = sub_box(box, canvas.shape, window, halved)
     if sub is not None:
         paint_clipped(canvas, window, sub, lambda roi: _draw_box(
-            roi, patch, level, ray2tex, plane2cam, in_front, table, box, sub, halved))
+            roi, patch, level, ray2tex, plane2cam, no_horizon, table, box, sub, halved))
 
 
 def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, plane2cam: np.ndarray,
-              in_front: np.ndarray, table: RayTable, box: tuple[int, int, int, int],
+              no_horizon: bool, table: RayTable, box: tuple[int, int, int, int],
               sub: tuple[int, int, int, int], halved: bool) -> None:
     """A textured patch drawn over ``roi``, the pixels ``sub`` of its box ``box`` (both (x0, y0,
-    x1, y1)); ``halved``: from the centres of the box's 2x2 pixel blocks (``half`` (w2, h2) of
-    them over ``sub``)."""
+    x1, y1)); ``no_horizon``: the plane's horizon out of view; ``halved``: from the centres of
+    the box's 2x2 pixel blocks (``half`` (w2, h2) of them over ``sub``)."""
     k = patch.supersample
     texture = patch.levels[level]
     x0, y0, x1, y1 = sub
@@ -283,7 +290,6 @@ def _draw_box(roi: np.ndarray, patch: Patch, level: int, ray2tex: np.ndarray, pl
         bx0, by0 = box[:2]
         rays = table.half_rays(*box)[(y0 - by0) // 2:(y1 - by0 + 1) // 2, (x0 - bx0) // 2:(x1 - bx0 + 1) // 2]
         half = (rays.shape[1], rays.shape[0])
-    no_horizon = in_front.all() or _rays_all_in_front(table, plane2cam)
     if no_horizon and k > 1 and _compiled(roi, texture):
         # compiled: the pixels whose samples all read one texel value take it, the others are
         # sampled k x k (sim_texkernel), each pixel from its neighbours in the whole box
@@ -385,18 +391,24 @@ def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.nda
     samples = np.ones((len(rays), per_edge, 3))
     samples[:, :, :2] = rays[:, None, :] + steps * (rays[following] - rays)[:, None, :]
     pixels = project(samples.reshape(-1, 3))
-    return _FACES, np.split(pixels, per_edge * ends[:-1]), [albedo for _, albedo in faces]
+    bounds = (per_edge * ends).tolist()
+    outlines = [pixels[start:end] for start, end in zip([0, *bounds[:-1]], bounds, strict=True)]  # as np.split
+    return _FACES, outlines, [albedo for _, albedo in faces]
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
-    """The part of a convex polygon (N, 3), camera frame, in front of the near plane."""
+    """The part of a convex polygon (N, 3), camera frame, in front of the near plane: each corner
+    in front, followed by the point where its edge to the next corner crosses the plane (on
+    Python floats: the same IEEE double arithmetic as numpy's, without its per-call cost)."""
+    corners = outline_cam.tolist()
     out = []
-    for a, b in zip(outline_cam, np.roll(outline_cam, -1, axis=0), strict=True):
-        a_in, b_in = a[2] > NEAR_Z_M, b[2] > NEAR_Z_M
+    for a, b in zip(corners, corners[1:] + corners[:1], strict=True):
+        a_in = a[2] > NEAR_Z_M
         if a_in:
             out.append(a)
-        if a_in != b_in:
-            out.append(a + (NEAR_Z_M - a[2]) / (b[2] - a[2]) * (b - a))
+        if a_in != (b[2] > NEAR_Z_M):
+            t = (NEAR_Z_M - a[2]) / (b[2] - a[2])
+            out.append([a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2])])
     return np.array(out)
 
 
