@@ -39,6 +39,7 @@ __all__ = ["PAD", "draw_box", "prepared", "uniform_tables", "warm_up"]
 
 _PREPARED: dict[int, tuple] = {}  # id(texture level) -> (that level, what prepared() returns for it)
 _PREPARED_MAX = 256
+_WRAP = 1 << 16  # the uniform tables' sums are kept modulo this
 _MARGIN = 1e-3  # texel: room for the rounding of the samples' coordinates in the uniform test
 PAD = 2  # texels of border around the padded planes: a bilinear read clamped to it reads the border
 _OPAQUE, _PREMULTIPLIED, _ALPHA_ONE = 0, 1, 2  # texture kinds
@@ -47,17 +48,18 @@ _NO_CLASSES = np.zeros((0, 0), np.int8)
 
 
 def uniform_tables(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two (h + 1, w + 1) int32 summed-area tables over ``level`` ((h, w) opaque albedo or (h, w, 2)
+    """Two (h + 1, w + 1) uint16 summed-area tables over ``level`` ((h, w) opaque albedo or (h, w, 2)
     premultiplied): of the texels differing (any channel) from their right neighbour, and from
     the one below. A block of texels is uniform when neither counts a difference inside it (four
-    reads each)."""
+    reads each). The sums wrap modulo 2**16 (half the memory of int32, fewer cache misses): a
+    block's count, taken modulo 2**16 too, is still exact for a block of fewer than 2**16 texels."""
     planes = level[..., None] if level.ndim == 2 else level
     h, w = planes.shape[:2]
     across = np.zeros((h + 1, w + 1), np.int32)
     down = np.zeros((h + 1, w + 1), np.int32)
     across[1:, 1:w] = np.any(planes[:, 1:] != planes[:, :-1], axis=2)
     down[1:h, 1:] = np.any(planes[1:] != planes[:-1], axis=2)
-    return across.cumsum(0).cumsum(1).astype(np.int32), down.cumsum(0).cumsum(1).astype(np.int32)
+    return across.cumsum(0).cumsum(1).astype(np.uint16), down.cumsum(0).cumsum(1).astype(np.uint16)
 
 
 def prepared(level: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
@@ -116,14 +118,18 @@ def _uniform(across: Any, down: Any, r0: int, c0: int, r1: int, c1: int) -> bool
 
 @numba.njit(cache=True, inline="always")
 def _rows_flat(across: Any, r0: int, c0: int, r1: int, c1: int) -> bool:
-    """Texels [r0, r1] x [c0, c1] (inclusive, on the texture): each row of them one value."""
-    return across[r1 + 1, c1] - across[r0, c1] - across[r1 + 1, c0] + across[r0, c0] == 0
+    """Texels [r0, r1] x [c0, c1] (inclusive, on the texture, fewer than 2**16): each row of them
+    one value."""
+    return (np.int64(across[r1 + 1, c1]) - np.int64(across[r0, c1]) - np.int64(across[r1 + 1, c0])
+            + np.int64(across[r0, c0])) & 0xFFFF == 0 and (r1 - r0 + 1) * (c1 - c0 + 1) < _WRAP
 
 
 @numba.njit(cache=True, inline="always")
 def _columns_flat(down: Any, r0: int, c0: int, r1: int, c1: int) -> bool:
-    """Texels [r0, r1] x [c0, c1] (inclusive, on the texture): each column of them one value."""
-    return down[r1, c1 + 1] - down[r0, c1 + 1] - down[r1, c0] + down[r0, c0] == 0
+    """Texels [r0, r1] x [c0, c1] (inclusive, on the texture, fewer than 2**16): each column of them
+    one value."""
+    return (np.int64(down[r1, c1 + 1]) - np.int64(down[r0, c1 + 1]) - np.int64(down[r1, c0])
+            + np.int64(down[r0, c0])) & 0xFFFF == 0 and (r1 - r0 + 1) * (c1 - c0 + 1) < _WRAP
 
 
 @numba.njit(cache=True, error_model="numpy")

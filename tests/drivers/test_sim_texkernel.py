@@ -241,3 +241,25 @@ def test_uniform_tables_tell_uniform_blocks_of_texels_as_brute_force_does():
                 assert sim_texkernel._columns_flat(down, r0, c0, r1, c1) == bool(np.all(block == block[:1]))
                 seen[expected] += 1
     assert seen[True] > 300 and seen[False] > 300
+
+
+def test_uniform_tables_wrapping_modulo_2_16_still_tell_small_blocks_exactly():
+    """A 480 x 480 texture of random texels (about 125 000 differences between neighbours: the
+    uint16 sums wrap around): blocks of up to 12 x 12 texels anywhere, uniform, flat along rows or
+    down columns by the tables exactly when brute force says so."""
+    rng = np.random.default_rng(6)
+    level = np.kron(rng.integers(0, 2, (240, 240)), np.ones((2, 2))).astype(np.float32)
+    level[rng.random(level.shape) < 0.3] = 0.5
+    across, down = sim_texkernel.uniform_tables(level)
+    assert across.dtype == np.uint16 and int(np.count_nonzero(level[:, 1:] != level[:, :-1])) > 2**16
+    seen = {True: 0, False: 0}
+    for _ in range(20_000):
+        r0, c0 = (int(v) for v in rng.integers(0, 480, 2))
+        r1, c1 = min(r0 + int(rng.integers(0, 12)), 479), min(c0 + int(rng.integers(0, 12)), 479)
+        block = level[r0:r1 + 1, c0:c1 + 1]
+        expected = bool(np.all(block == block[0, 0]))
+        assert sim_texkernel._uniform(across, down, r0, c0, r1, c1) == expected
+        assert sim_texkernel._rows_flat(across, r0, c0, r1, c1) == bool(np.all(block == block[:, :1]))
+        assert sim_texkernel._columns_flat(down, r0, c0, r1, c1) == bool(np.all(block == block[:1]))
+        seen[expected] += 1
+    assert seen[True] > 300 and seen[False] > 10_000
