@@ -45,6 +45,7 @@ and re-exports their public names.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import cv2
@@ -233,10 +234,10 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
         if outline_px is None:
             outline_px = project(_outline_samples(outline_cam))
         texel_px = table.focal_px * _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
-        pad = ROI_PAD_PX + int(np.ceil(texel_px))  # the bilinear ramp reaches half a texel out
-        x0, y0 = np.floor(outline_px.min(axis=0)).astype(int) - pad
-        x1, y1 = np.ceil(outline_px.max(axis=0)).astype(int) + pad + 1
-        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
+        pad = ROI_PAD_PX + math.ceil(texel_px)  # the bilinear ramp reaches half a texel out
+        (low_x, low_y), (high_x, high_y) = outline_px.min(axis=0).tolist(), outline_px.max(axis=0).tolist()
+        x0, y0 = max(math.floor(low_x) - pad, 0), max(math.floor(low_y) - pad, 0)
+        x1, y1 = min(math.ceil(high_x) + pad + 1, width), min(math.ceil(high_y) + pad + 1, height)
         if x0 >= x1 or y0 >= y1:
             return None
     elif in_front.all():
