@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from orbitree.skills.se3 import check_pose, check_vector, pose_error
+from orbitree.skills.se3 import check_fixed_pose, check_pose, check_vector, pose_error
 
 
 def _readonly(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -210,8 +210,8 @@ def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None)
         raise ValueError(f"q must be finite, got {joints}")
     thetas = np.array([angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)])
     from orbitree.skills.kinematics_kernels import frames_and_jacobian
-
-    return frames_and_jacobian(_fixed_links(table), thetas, None if tool is None else check_pose(tool, "tool"))
+    tool = None if tool is None else check_fixed_pose(tool, "tool")  # the same tool, call after call
+    return frames_and_jacobian(_fixed_links(table), thetas, tool)
 
 
 _FIXED: dict[int, tuple[DHTable, np.ndarray]] = {}
