@@ -73,12 +73,15 @@ class RayTable:
 
     def __post_init__(self) -> None:
         self.rays = _read_only(undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height))
-        self.rays_min = self.rays.reshape(-1, 2).min(axis=0).astype(np.float64)
-        self.rays_max = self.rays.reshape(-1, 2).max(axis=0).astype(np.float64)
         self.focal_px = float(max(self.camera_matrix[0, 0], self.camera_matrix[1, 1]))
         # per column (row) the range of ray x (y) it covers: finds the pixels a ray box needs
         self.col_x = np.stack([self.rays[..., 0].min(axis=0), self.rays[..., 0].max(axis=0)], axis=1)
         self.row_y = np.stack([self.rays[..., 1].min(axis=1), self.rays[..., 1].max(axis=1)], axis=1)
+        # the whole table's extremes: those of the columns' (rows') ones, the same values without
+        # a pass over the interleaved (x, y) pairs (numpy's axis-0 reduction of them took half the
+        # table's making, 50 ms at 1280x720, once a process)
+        self.rays_min = np.array([self.col_x[:, 0].min(), self.row_y[:, 0].min()], dtype=np.float64)
+        self.rays_max = np.array([self.col_x[:, 1].max(), self.row_y[:, 1].max()], dtype=np.float64)
 
     def half_rays(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
         """The rays of the centres of 2x2 pixel blocks over the box (x0, y0, x1, y1), ((h + 1) // 2,

@@ -65,6 +65,7 @@ hooks.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -372,7 +373,10 @@ class SimRobot(SimRobotControl):
 
     def _in_range(self, q: np.ndarray) -> bool:
         # numpy's comparisons, on floats (a NaN is out of range either way): once a period
-        return all(lo <= v <= hi for lo, v, hi in zip(self._lower_list, q.tolist(), self._upper_list, strict=True))
+        values = q.tolist()
+        if len(values) != len(self._lower_list):  # zip(strict=True)'s error, as before
+            return all(lo <= v <= hi for lo, v, hi in zip(self._lower_list, values, self._upper_list, strict=True))
+        return all(map(operator.le, self._lower_list, values)) and all(map(operator.le, values, self._upper_list))
 
     def _pose_and_jacobian(self, table: kin.DHTable) -> tuple[np.ndarray, np.ndarray]:
         """``kin.pose_and_jacobian(table, q, tool)`` now, computed once per joint state and tool

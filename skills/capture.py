@@ -77,6 +77,7 @@ class CaptureEnvelope:
 
 
 _MM = 1e-3
+_RAD2DEG = 180.0 / math.pi  # np.degrees' factor
 _DEG = math.pi / 180.0
 
 SIROM_ENVELOPE = CaptureEnvelope(
@@ -116,19 +117,19 @@ class EnvelopeError:
     def from_si(cls, values: np.ndarray) -> EnvelopeError:
         """From (6,) ``[x, y, z]`` m and ``[rx, ry, rz]`` rad."""
         array = np.asarray(values, dtype=float)
-        if array.shape != (6,) or not np.isfinite(array).all():
+        floats = array.tolist()
+        if array.shape != (6,) or not all(map(math.isfinite, floats)):
             raise ValueError(f"error must be 6 finite numbers (m, rad), got {values}")
-        mm, deg = array[:3] / _MM, np.degrees(array[3:])
-        return cls(*(float(v) for v in (*mm, *deg)))
+        # on Python floats, numpy's operations bit for bit (``np.degrees`` multiplies by the
+        # double 180 / pi): a compliant leaf converts its error every tick
+        x, y, z, rx, ry, rz = floats
+        return cls(x / _MM, y / _MM, z / _MM, rx * _RAD2DEG, ry * _RAD2DEG, rz * _RAD2DEG)
 
     def si(self) -> np.ndarray:
         """(6,) ``[x, y, z]`` m and ``[rx, ry, rz]`` rad."""
-        return np.concatenate(
-            [
-                np.array([self.x_mm, self.y_mm, self.z_mm]) * _MM,
-                np.radians([self.rx_deg, self.ry_deg, self.rz_deg]),
-            ]
-        )
+        # numpy's ``* 1e-3`` and ``np.radians`` (a product by the double pi / 180) on floats
+        return np.array([self.x_mm * _MM, self.y_mm * _MM, self.z_mm * _MM,
+                         self.rx_deg * _DEG, self.ry_deg * _DEG, self.rz_deg * _DEG])
 
     def as_dict(self) -> dict[str, float]:
         """``{x_mm, y_mm, z_mm, rx_deg, ry_deg, rz_deg}`` (the summary's ``final_error``)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from orbitree.skills.se3 import check_pose, check_vector, pose_error
+from orbitree.skills.se3 import check_fixed_pose, check_pose, check_vector, pose_error
 
 
 def _readonly(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -205,29 +205,35 @@ def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None)
     joints = np.asarray(q, dtype=float)
     if joints.shape != (n,):
         raise ValueError(f"q must have shape ({n},), got {joints.shape}")
-    values = joints.tolist()  # check_vector's finiteness test on the floats the angles need anyway
+    values = joints.tolist()  # check_vector's finiteness test, on Python floats
     if not all(map(math.isfinite, values)):
         raise ValueError(f"q must be finite, got {joints}")
-    thetas = np.array([angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)])
+    entry = _FIXED.get(id(table))
+    links, offsets = entry[1:] if entry is not None and entry[0] is table else _fixed(table)
+    thetas = joints + offsets  # q + theta_offset: the floats' sums, in one array operation
     from orbitree.skills.kinematics_kernels import frames_and_jacobian
-
-    return frames_and_jacobian(_fixed_links(table), thetas, None if tool is None else check_pose(tool, "tool"))
-
-
-_FIXED: dict[int, tuple[DHTable, np.ndarray]] = {}
+    tool = None if tool is None else check_fixed_pose(tool, "tool")  # the same tool, call after call
+    return frames_and_jacobian(links, thetas, tool)
 
 
-def _fixed_links(table: DHTable) -> np.ndarray:
-    """(n, 4, 4) each joint's ``Tz(d)·Tx(a)·Rx(alpha)·Ry(beta)`` (its link transform at theta = 0),
-    kept per table (by identity; the table is kept with it, so its id is not reused)."""
+_FIXED: dict[int, tuple[DHTable, np.ndarray, np.ndarray]] = {}
+
+
+def _fixed(table: DHTable) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 4, 4) each joint's ``Tz(d)·Tx(a)·Rx(alpha)·Ry(beta)`` (its link transform at theta = 0)
+    and the (n,) ``theta_offset``, kept per table (by identity; kept with it: its id not reused)."""
     entry = _FIXED.get(id(table))
     if entry is None or entry[0] is not table:
         rows = [_link_rows(d, 0.0, a, alpha, beta)
                 for d, a, alpha, beta in zip(table.d, table.a, table.alpha, table.beta, strict=True)]
         if len(_FIXED) > 64:
             _FIXED.clear()
-        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)))
-    return entry[1]
+        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)), _readonly(table.theta_offset))
+    return entry[1], entry[2]
+
+
+def _fixed_links(table: DHTable) -> np.ndarray:
+    return _fixed(table)[0]  # (n, 4, 4): see _fixed
 
 
 def forward_kinematics(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:

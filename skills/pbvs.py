@@ -46,7 +46,15 @@ import numpy as np
 
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.rotation_bits import rotvec_of_rotation
-from orbitree.skills.se3 import adjoint, check_pose, check_vector, rotate_screw, skew, vector_norm
+from orbitree.skills.se3 import (
+    adjoint,
+    check_fixed_pose,
+    check_pose,
+    check_vector,
+    rotate_screw,
+    skew,
+    vector_norm,
+)
 
 DEFAULT_GAIN = AdaptiveGain()
 """ViSP's UR example gain (1.5, 0.4, 30)."""
@@ -62,7 +70,7 @@ def pbvs_error(board2cam: np.ndarray, board2cam_desired: np.ndarray) -> np.ndarr
     ``board2cam_desired`` : (4, 4) the desired one. ``θ`` is in ``[0, π]``.
     """
     current = check_pose(board2cam, "board2cam")
-    desired = check_pose(board2cam_desired, "board2cam_desired")
+    desired = check_fixed_pose(board2cam_desired, "board2cam_desired")  # a leaf's goal, every tick
     cam2desired = desired[:3, :3] @ current[:3, :3].T
     # both rotations passed check_pose, so their product is one (to what check_pose allows):
     # scipy's conversion with ``assume_valid``, bit for bit on Python floats (rotation_bits)

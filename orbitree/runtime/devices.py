@@ -30,6 +30,14 @@ from orbitree.skills.se3 import vector_norm
 _COMMANDS = ("speed_l", "servo_l", "move_l", "move_j", "stop", "zero_ft")
 
 
+def _rounded(array: np.ndarray) -> np.ndarray:
+    """``np.round(array, 6)``, bit for bit: numpy rounds floats to ``decimals`` as ``rint(a * 1e6)
+    / 1e6``, which is done here without its dispatch (40 % of its cost on a twist, every tick)."""
+    if array.dtype != np.float64:
+        return np.round(array, 6)
+    return np.rint(array * 1e6) / 1e6
+
+
 class RecordingRobot:
     """Forwards to a ``Robot``; every command is also written to the tick's ``cmd`` record."""
 
@@ -45,7 +53,7 @@ class RecordingRobot:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if attr in _COMMANDS:
-                shown = [np.round(a, 6) if isinstance(a, np.ndarray) else a for a in args]
+                shown = [_rounded(a) if isinstance(a, np.ndarray) else a for a in args]
                 self._ctx.command(self.name, attr, args=shown, **kwargs)
             try:
                 return target(*args, **kwargs)

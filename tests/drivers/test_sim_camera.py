@@ -106,6 +106,10 @@ def test_ray_table_from_a_grid_matches_undistorting_every_pixel(size, focal_px, 
     table = RayTable(*args)
     assert table.rays.shape == exact.shape == (size[1], size[0], 2) and table.rays.dtype == np.float32
     assert focal_px * np.abs(table.rays - exact).max() < 2e-4 + focal_px * np.spacing(np.float32(1.0))
+    # the extremes, taken from the columns' and rows' ranges, are the whole table's to the bit
+    assert table.rays_min.dtype == table.rays_max.dtype == np.float64
+    assert np.array_equal(table.rays_min, table.rays.reshape(-1, 2).min(axis=0).astype(np.float64))
+    assert np.array_equal(table.rays_max, table.rays.reshape(-1, 2).max(axis=0).astype(np.float64))
 
 
 @pytest.mark.parametrize("distance", [0.15, 0.3, 0.6])

@@ -298,3 +298,21 @@ def test_bad_inputs_raise_with_clear_messages() -> None:
         robot.step(-0.1)
     with pytest.raises(ValueError, match="outside the joint range"):
         SimRobot(q0=np.full(6, 7.0))
+
+
+def test_joint_range_check_agrees_with_numpy_comparisons_nan_and_bounds_included() -> None:
+    """``_in_range`` is numpy's ``(lo <= q) & (q <= hi)`` over the joints: bounds themselves
+    inside, a hair beyond outside, NaN outside; a wrong length still refused."""
+    robot = SimRobot()
+    lo, hi = np.array(robot._lower_list), np.array(robot._upper_list)
+    rng = np.random.default_rng(8)
+    cases = [lo.copy(), hi.copy(), np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)]
+    cases += list(rng.uniform(lo - 0.5, hi + 0.5, (300, len(lo))))
+    with_nan = 0.5 * (lo + hi)
+    with_nan[3] = np.nan
+    cases.append(with_nan)
+    for q in cases:
+        assert robot._in_range(q) == bool(((lo <= q) & (q <= hi)).all())
+    assert robot._in_range(lo) and not robot._in_range(np.nextafter(hi, np.inf)) and not robot._in_range(with_nan)
+    with pytest.raises(ValueError):
+        robot._in_range(np.zeros(len(lo) + 1))

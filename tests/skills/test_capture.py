@@ -146,3 +146,22 @@ def test_desired_board2cam_is_what_the_camera_sees_at_the_aim_point() -> None:
     board2cam = np.linalg.inv(tcp2base @ cam2tcp) @ target2base
     desired = capture.desired_board2cam(cam2tcp)
     np.testing.assert_allclose(pbvs.pbvs_error(board2cam, desired), np.zeros(6), atol=1e-9)
+
+
+def test_envelope_error_si_conversions_are_numpy_ones_bit_for_bit() -> None:
+    """``from_si`` and ``si`` on Python floats: each field is numpy's ``x / 1e-3`` or
+    ``np.degrees(x)`` to the bit and back numpy's ``* 1e-3`` or ``np.radians``; a non-finite
+    value is still refused."""
+    rng = np.random.default_rng(11)
+    for scale in (1e-6, 1e-3, 0.1, 3.0):
+        for values in rng.normal(0.0, scale, (500, 6)):
+            error = EnvelopeError.from_si(values)
+            expected = [*(values[:3] / 1e-3), *np.degrees(values[3:])]
+            got = [error.x_mm, error.y_mm, error.z_mm, error.rx_deg, error.ry_deg, error.rz_deg]
+            assert np.array_equal(np.array(got).view(np.int64), np.array(expected).view(np.int64))
+            back = np.concatenate([np.array(got[:3]) * 1e-3, np.radians(got[3:])])
+            assert np.array_equal(error.si().view(np.int64), back.view(np.int64))
+    with pytest.raises(ValueError, match="6 finite numbers"):
+        EnvelopeError.from_si(np.array([0.0, 0.0, np.inf, 0.0, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="6 finite numbers"):
+        EnvelopeError.from_si(np.zeros(5))

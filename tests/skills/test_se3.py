@@ -60,3 +60,27 @@ def test_vector_norm_is_numpys_norm_bit_for_bit() -> None:
         assert vector_norm(v[3:]) == float(np.linalg.norm(v[3:]))
     assert vector_norm([3.0, 4.0]) == 5.0
     assert np.isnan(vector_norm(np.array([np.nan, 0.0, 0.0])))
+
+
+def test_check_fixed_pose_passes_and_refuses_what_check_pose_does_however_often_asked() -> None:
+    """The remembered poses are those that passed, by their values: a pose passes again (the same
+    array back), a pose changed in place to an invalid one is refused, an invalid one every time."""
+    from orbitree.skills.se3 import check_fixed_pose, check_pose
+
+    rng = np.random.default_rng(5)
+    pose = np.eye(4)
+    pose[:3, :3] = Rotation.random(random_state=rng).as_matrix()
+    pose[:3, 3] = rng.normal(size=3)
+    for _ in range(3):
+        assert check_fixed_pose(pose, "tool") is pose
+    assert np.array_equal(check_fixed_pose(pose.tolist(), "tool"), check_pose(pose.tolist(), "tool"))
+    pose[0, 0] += 1e-3  # no longer a rotation: the same array, other values
+    for _ in range(2):
+        with pytest.raises(ValueError, match="tool rotation block is not a proper rotation"):
+            check_fixed_pose(pose, "tool")
+    with pytest.raises(ValueError, match=r"tool must have shape \(4, 4\)"):
+        check_fixed_pose(np.eye(3), "tool")
+    nan = np.eye(4)
+    nan[0, 3] = np.nan
+    with pytest.raises(ValueError, match="tool must be finite"):
+        check_fixed_pose(nan, "tool")
