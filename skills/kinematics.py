@@ -209,9 +209,30 @@ def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None)
     if not all(map(math.isfinite, values)):
         raise ValueError(f"q must be finite, got {joints}")
     thetas = np.array([angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)])
-    from orbitree.skills.kinematics_kernels import frames_and_jacobian
+    if not _KERNEL:  # imported once, on the first call (not at this module's import)
+        from orbitree.skills.kinematics_kernels import frames_and_jacobian
 
-    return frames_and_jacobian(_fixed_links(table), thetas, None if tool is None else check_pose(tool, "tool"))
+        _KERNEL.append(frames_and_jacobian)
+    return _KERNEL[0](_fixed_links(table), thetas, None if tool is None else _checked_tool(tool))
+
+
+_KERNEL: list = []  # [kinematics_kernels.frames_and_jacobian] once imported
+
+
+_LAST_TOOL: list[bytes] = []  # the bytes of the last (4, 4) float tool pose found valid
+
+
+def _checked_tool(tool: np.ndarray) -> np.ndarray:
+    """``check_pose(tool, "tool")``, skipped for a float (4, 4) array holding the same values as the
+    last one checked (an arm's kinematics is asked about its one tool hundreds of times a second)."""
+    if type(tool) is np.ndarray and tool.dtype == np.float64 and tool.shape == (4, 4):
+        key = tool.tobytes()
+        if _LAST_TOOL and _LAST_TOOL[0] == key:
+            return tool
+        pose = check_pose(tool, "tool")
+        _LAST_TOOL[:] = [key]
+        return pose
+    return check_pose(tool, "tool")
 
 
 _FIXED: dict[int, tuple[DHTable, np.ndarray]] = {}
