@@ -208,12 +208,13 @@ def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None)
     values = joints.tolist()  # check_vector's finiteness test on the floats the angles need anyway
     if not all(map(math.isfinite, values)):
         raise ValueError(f"q must be finite, got {joints}")
-    thetas = np.array([angle + offset for angle, offset in zip(values, table.theta_offset, strict=True)])
+    fixed, offsets = _fixed_links(table, with_offsets=True)
+    thetas = joints + offsets  # each angle + its offset, as on floats
     if not _KERNEL:  # imported once, on the first call (not at this module's import)
         from orbitree.skills.kinematics_kernels import frames_and_jacobian
 
         _KERNEL.append(frames_and_jacobian)
-    return _KERNEL[0](_fixed_links(table), thetas, None if tool is None else _checked_tool(tool))
+    return _KERNEL[0](fixed, thetas, None if tool is None else _checked_tool(tool))
 
 
 _KERNEL: list = []  # [kinematics_kernels.frames_and_jacobian] once imported
@@ -225,7 +226,7 @@ _LAST_TOOL: list[bytes] = []  # the bytes of the last (4, 4) float tool pose fou
 def _checked_tool(tool: np.ndarray) -> np.ndarray:
     """``check_pose(tool, "tool")``, skipped for a float (4, 4) array holding the same values as the
     last one checked (an arm's kinematics is asked about its one tool hundreds of times a second)."""
-    if type(tool) is np.ndarray and tool.dtype == np.float64 and tool.shape == (4, 4):
+    if type(tool) is np.ndarray and tool.dtype.char == "d" and tool.shape == (4, 4):
         key = tool.tobytes()
         if _LAST_TOOL and _LAST_TOOL[0] == key:
             return tool
@@ -235,20 +236,22 @@ def _checked_tool(tool: np.ndarray) -> np.ndarray:
     return check_pose(tool, "tool")
 
 
-_FIXED: dict[int, tuple[DHTable, np.ndarray]] = {}
+_FIXED: dict[int, tuple[DHTable, np.ndarray, np.ndarray]] = {}
 
 
-def _fixed_links(table: DHTable) -> np.ndarray:
+def _fixed_links(table: DHTable, with_offsets: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """(n, 4, 4) each joint's ``Tz(d)·Tx(a)·Rx(alpha)·Ry(beta)`` (its link transform at theta = 0),
-    kept per table (by identity; the table is kept with it, so its id is not reused)."""
+    kept per table (by identity; the table is kept with it, so its id is not reused); with
+    ``with_offsets``, also the table's ``theta_offset`` as a read-only (n,) float array."""
     entry = _FIXED.get(id(table))
     if entry is None or entry[0] is not table:
         rows = [_link_rows(d, 0.0, a, alpha, beta)
                 for d, a, alpha, beta in zip(table.d, table.a, table.alpha, table.beta, strict=True)]
         if len(_FIXED) > 64:
             _FIXED.clear()
-        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)))
-    return entry[1]
+        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)),
+                                     _readonly(np.array(table.theta_offset, dtype=float)))
+    return (entry[1], entry[2]) if with_offsets else entry[1]
 
 
 def forward_kinematics(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:
