@@ -11,6 +11,7 @@ from scipy.spatial.transform import Rotation
 from orbitree.skills import contact
 from orbitree.skills import contact_geometry as geo
 from orbitree.skills.contact_model import _weights
+from orbitree.skills.contact_qp import _UNBOUNDED
 
 PASSIVE2BASE = np.eye(4)
 PASSIVE2BASE[:3, :3] = Rotation.from_rotvec([0.2, -0.1, 0.3]).as_matrix()
@@ -48,6 +49,10 @@ def test_trusted_poses_give_the_checked_results_bit_for_bit(hook: contact.HookPu
         checked = _approach(model, False, hook, pull)
         assert _approach(model, True, hook, pull) == checked
         assert any(n[3][0] > 0 for n in checked)  # the descent does touch
+    # the kept Hessian and upper bounds, handed to daqp on every QP step above, are as made
+    k, hessian, _ = _weights(model, hook)
+    assert np.array_equal(hessian, np.diag(k))
+    assert _UNBOUNDED and all(np.isposinf(upper).all() for upper in _UNBOUNDED.values())
 
 
 def test_checked_path_still_rejects_a_bad_previous_pose() -> None:
