@@ -1,6 +1,7 @@
-"""The arm controller's damped least squares and speed scaling on its own checked values, and the kinematics' tool
-check kept for the last tool: the same joint velocities as kin.dls_from_svd bit for bit, bad
-settings refused when the arm is built, a bad tool refused after a good one."""
+"""The arm controller's damped least squares and speed scaling on its own checked values, its
+compiled SVD, and the kinematics' tool check kept for the last tool: the same joint velocities as
+kin.dls_from_svd and the same SVD as numpy's, bit for bit; bad settings refused when the arm is
+built, a bad tool refused after a good one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from orbitree.drivers.sim_robot import UR10E_HOME_Q, SimRobot
 from orbitree.drivers.sim_robot_control import _scaled
+from orbitree.drivers.sim_robot_svd import matches_numpy, thin_svd
 from orbitree.skills import kinematics as kin
 
 
@@ -66,3 +68,19 @@ def test_controller_scaling_equals_uniform_scale_bit_for_bit() -> None:
         qd, _ = kin.uniform_scale(values, robot._speed_limit)
         assert robot._limit_speed(values, jacobian).tobytes() == (qd * robot._tcp_scale(jacobian @ qd)).tobytes()
     assert 20 < scaled < 180
+
+
+def test_compiled_svd_is_numpys_bit_for_bit_on_the_arms_jacobians() -> None:
+    assert matches_numpy(count=50, seed=4)
+    robot = SimRobot()
+    rng = np.random.default_rng(8)
+    for k in range(300):
+        q = UR10E_HOME_Q + rng.normal(0.0, 0.8, 6)
+        if k % 10 == 0:
+            q[4] = 0.0  # the wrist singularity (q5 = 0): a zero singular value
+        jacobian = kin.geometric_jacobian(robot._table, q, robot._tool)
+        expected, got = np.linalg.svd(jacobian, full_matrices=False), thin_svd(jacobian)
+        for a, b in zip(expected, got, strict=True):
+            assert a.tobytes() == b.tobytes() and a.flags.c_contiguous and b.flags.c_contiguous
+        twist = rng.normal(0.0, 0.05, 6)  # and a product with them sums as numpy's did
+        assert (got[2].T @ (got[0].T @ twist)).tobytes() == (expected[2].T @ (expected[0].T @ twist)).tobytes()
