@@ -22,6 +22,7 @@ WARM = $(BIN)/python -c "from orbitree.skills.contact import sirom_contact_model
 	from orbitree.drivers.sim_texkernel import warm_up; warm_up(); \
 	from orbitree.drivers.sim_expose import warm_up; warm_up(); \
 	from orbitree.drivers.sim_ft_kernel import warm_up; warm_up(); \
+	from orbitree.drivers.sim_robot_svd import warm_up; warm_up(); \
 	from orbitree.skills.kinematics_kernels import warm_up; warm_up()"
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python

@@ -135,6 +135,9 @@ class SimRobot(SimRobotControl):
         self._watchdog_timeout = watchdog_timeout
         self._damping = float(damping)
         self._singular_threshold = float(singular_threshold)
+        for label, value in (("damping", self._damping), ("singular_threshold", self._singular_threshold)):
+            if not (math.isfinite(value) and value >= 0.0):  # checked once: the controller's DLS trusts them
+                raise ValueError(f"{label} must be finite and >= 0, got {value}")
         self._ft_offset = np.zeros(6) if ft_offset is None else np.array(ft_offset, dtype=float)
         self._rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self._ft = FTSensor(ft, self._rng)

@@ -19,6 +19,7 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from orbitree.drivers.sim_robot_svd import thin_svd
 from orbitree.skills import kinematics as kin
 from orbitree.skills import se3
 
@@ -54,15 +55,15 @@ class SimRobotControl:
         return factor
 
     def _advance(self, h: float) -> None:
-        if self._mode is _Mode.IDLE and not self._qd.any():
+        if self._mode is _Mode.IDLE and not any(self._qd.tolist()):  # ndarray.any's test, on floats
             self._t += h  # at rest: nothing to integrate
             return
         tcp2base, jacobian = self._pose_and_jacobian(self._table)
         stopped = self.protective_stop
         qd_des = np.zeros_like(self._q) if stopped else self._desired_velocity(h, tcp2base, jacobian)
-        if qd_des.any():
+        if any(qd_des.tolist()):
             qd_des = self._limit_speed(qd_des, jacobian)
-        change, _ = kin.uniform_scale(qd_des - self._qd, self._limits.joint_acceleration * h)
+        change = _scaled(qd_des - self._qd, self._limits.joint_acceleration * h)
         qd = self._qd + change
         q = self._q + qd * h
         if not self._in_range(q):
@@ -72,7 +73,7 @@ class SimRobotControl:
             q = np.clip(q, self._lower, self._upper)
         self._q, self._qd = q, qd
         self._t += h
-        if self._mode is _Mode.STOPPING and not qd.any():
+        if self._mode is _Mode.STOPPING and not any(qd.tolist()):
             self._mode = _Mode.IDLE
 
     def _desired_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
@@ -89,7 +90,7 @@ class SimRobotControl:
     def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
         """Joint velocity for a TCP twist; protective stop (and zero) if the exact solution needs
         a joint faster than its limit while the arm is near a singularity."""
-        svd = np.linalg.svd(jacobian, full_matrices=False)  # once for the test and the solution
+        svd = thin_svd(jacobian)  # once for the test and the solution (np.linalg.svd's, compiled)
         if svd[1][-1] < self._singular_threshold:
             exact = kin.dls_from_svd(svd, twist)
             ratio = float(np.max(np.abs(exact) / self._speed_limit))
@@ -98,7 +99,14 @@ class SimRobotControl:
                     f"near a singularity a joint would need {ratio:.1f} x its speed limit"
                 )
                 return np.zeros_like(self._q)
-        return kin.dls_from_svd(svd, twist, self._damping, singular_threshold=self._singular_threshold)
+        # kin.dls_from_svd(svd, twist, damping, singular_threshold=...) on the controller's own
+        # checked values: the same damping schedule and the same array operations
+        u, sigma, vt = svd
+        lam = kin.scheduled_damping(sigma[-1].item(), self._damping, self._singular_threshold)
+        denominator = sigma**2 + lam**2
+        if min(denominator.tolist()) <= 1e-300:
+            return kin.dls_from_svd(svd, twist, self._damping, singular_threshold=self._singular_threshold)
+        return vt.T @ (sigma / denominator * (u.T @ twist))
 
     def _speed_velocity(self, h: float, jacobian: np.ndarray) -> np.ndarray:
         timeout = self._watchdog_timeout or 3.0 * self._command_time()
@@ -112,7 +120,7 @@ class SimRobotControl:
             if norm > step_size:
                 factor = min(factor, step_size / norm)
         self._twist_ref = self._twist_ref + factor * change
-        if not self._twist_ref.any() and not self._twist_cmd.any():
+        if not any(self._twist_ref.tolist()) and not any(self._twist_cmd.tolist()):
             self._mode = _Mode.STOPPING
         return self._dls(jacobian, self._twist_ref)
 
@@ -161,8 +169,20 @@ class SimRobotControl:
 
     def _limit_speed(self, qd: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
         """Scale ``qd`` by one factor into the joint speed limits, then the TCP speed limits."""
-        qd, _ = kin.uniform_scale(qd, self._speed_limit)
+        # kin.uniform_scale(qd, self._speed_limit) on the limits' floats (checked > 0 by SimRobotLimits)
+        quotients = [bound / m for bound, m in zip(self._speed_limit.tolist(), map(abs, qd.tolist()), strict=True)
+                     if m > bound]
+        if quotients:
+            qd = qd * min(quotients)
         return qd * self._tcp_scale(jacobian @ qd)
+
+
+def _scaled(values: np.ndarray, limit: float) -> np.ndarray:
+    """``kin.uniform_scale(values, limit)[0]`` for a 1-D float array and a float limit > 0 (the
+    joints' acceleration times the period): the same quotients, minimum and product; ``values``
+    itself, not a copy, when nothing is over the limit."""
+    quotients = [limit / m for m in map(abs, values.tolist()) if m > limit]
+    return values * min(quotients) if quotients else values
 
 
 def _norm(vector: np.ndarray) -> float:

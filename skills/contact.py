@@ -66,7 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orbitree.skills import contact_kernels as kernels
-from orbitree.skills.contact_geometry import clear_of_box, invert_pose, transform_points
+from orbitree.skills.contact_geometry import invert_pose
 from orbitree.skills.contact_model import (  # re-exported: the model lives there
     DEFAULT_STIFFNESS,
     STRUCTURAL_LEVER_M,
@@ -215,19 +215,13 @@ def clear_motion(
     passive's box, and their box at the previous commanded pose more than ``margin_m + sweep``
     clear (the test ``_find_contacts`` starts with, on a larger box), no contact is found on
     the way and no candidate pose interpenetrates. Poses (4, 4), base frame; unchecked (the
-    caller's are those it passes to :func:`solve_contact`).
+    caller's are those it passes to :func:`solve_contact`). Compiled: ``contact_broad_kernels.motion_clear``.
     """
-    base2passive = _passive_inverse(passive2base)
-    real = base2passive @ previous_real_tcp2base
-    vertices = model.active.vertices
-    if not clear_of_box(transform_points(real, vertices), model.passive, model.margin_m):
-        return False
-    start = real if previous_commanded_tcp2base is None else base2passive @ previous_commanded_tcp2base
-    distance, angle = _gap(start, base2passive @ commanded_tcp2base)
-    sweep = distance + angle * model.active.radius
-    if sweep == 0.0 and start is real:
-        return True
-    return clear_of_box(transform_points(start, vertices), model.passive, model.margin_m + sweep + 1e-9)
+    has_start = previous_commanded_tcp2base is not None
+    return kernels.motion_clear(_passive_inverse(passive2base), previous_real_tcp2base,
+                                previous_commanded_tcp2base if has_start else previous_real_tcp2base, has_start,
+                                commanded_tcp2base, model.tables.active_vertices, model.tables.passive_bounds,
+                                model.margin_m, model.active.radius)
 
 
 def solve_contact(
@@ -238,6 +232,8 @@ def solve_contact(
     previous_commanded_tcp2base: np.ndarray | None = None,
     load: np.ndarray | None = None,
     hook: HookPull | None = None,
+    *,
+    trusted: bool = False,
 ) -> ContactResult:
     """Real TCP pose and wrist wrench for one commanded pose (all (4, 4), base frame).
 
@@ -253,22 +249,28 @@ def solve_contact(
     TCP frame, is an external wrench on the tool besides the contacts (hook pull); the wrench
     returned is then ``K e`` = load + contact reactions, what the wrist sensor measures.
     ``hook`` (:class:`HookPull`) adds closed hooks' pull; ``hook_tension`` is their pull at the
-    real pose.
+    real pose. ``trusted``: the three TCP poses are the caller's own valid (4, 4) float arrays (a
+    simulator passing back what its kinematics and the previous solve gave), not checked again.
     """
     if load is not None:
         load = check_vector(load, 6, "load").astype(float)
         if not load.any():
             load = None
-    commanded = check_pose(commanded_tcp2base, "commanded_tcp2base")
+    if trusted:
+        commanded, previous = commanded_tcp2base, previous_commanded_tcp2base
+    else:
+        commanded = check_pose(commanded_tcp2base, "commanded_tcp2base")
+        previous_real_tcp2base = check_pose(previous_real_tcp2base, "previous_real_tcp2base")
+        previous = None if previous_commanded_tcp2base is None else check_pose(
+            previous_commanded_tcp2base, "previous_commanded_tcp2base")
     passive2base = check_pose(passive2base, "passive2base")
     base2passive = _passive_inverse(passive2base)
-    real = base2passive @ check_pose(previous_real_tcp2base, "previous_real_tcp2base")
+    real = base2passive @ previous_real_tcp2base
     found, inside = _search(model, real)  # the first step's first search, and the check
     if inside:
         raise ValueError("previous_real_tcp2base interpenetrates the passive body; start the "
                          "contact model from a free pose")
-    start = real if previous_commanded_tcp2base is None else base2passive @ check_pose(
-        previous_commanded_tcp2base, "previous_commanded_tcp2base")
+    start = real if previous is None else base2passive @ previous
     cmd = base2passive @ commanded
     iterations, converged = 0, True
     for step in _substeps(model, start, cmd):

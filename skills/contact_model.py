@@ -28,7 +28,6 @@ from orbitree.skills.contact_geometry import (
     sirom_passive,
 )
 from orbitree.skills.contact_qp import (
-    _ZERO6,
     ContactQPError,
     ContactSet,
     _deformation,
@@ -107,6 +106,9 @@ class _Tables:
             c(passive.crease_moments), c(passive.crease_normals.sum(axis=1)), c(passive.crease_cones))
         angles = 2.0 * np.pi * np.arange(sides) / sides
         self.cos_flat, self.sin_flat = np.cos(angles), np.sin(angles)
+        self.active_vertices = np.ascontiguousarray(active.vertices, dtype=float)  # the broad phase's
+        self.passive_bounds = bounds
+        self.weights: dict[float | None, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # _weights'
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +263,10 @@ def _warm_up(model: ContactModel) -> None:
                                                             contacts.normals_passive, contacts.distances)))
     _qp_step(model, seated, seated, frozen)
     kernels.gap(pose, seated)
+    tables = model.tables  # the broad phase as clear_motion calls it (the passive's inverse read-only)
+    for has_start in (False, True):
+        kernels.motion_clear(_readonly(np.eye(4)), pose, seated, has_start, seated, tables.active_vertices,
+                             tables.passive_bounds, model.margin_m, model.active.radius)
 
 
 # -------------------------------------------------------------------------- one QP step
@@ -283,22 +289,35 @@ def _qp_step(
     a, b, a_n, b_n = kernels.qp_rows(
         cmd, real, e0, contacts.normals_passive, contacts.points_passive, contacts.distances, model.friction,
         tables.cos_flat, tables.sin_flat, hook is not None, 0.0 if hook is None else float(cmd[2, 3] - hook.depth))
-    q = _ZERO6 if load is None else load
-    k = model.stiffness
-    if hook is not None:
-        k, q = np.append(k, hook.stiffness), np.append(q, 0.0)
+    k, hessian, zero = _weights(model, hook)
+    q = zero if load is None else (load if hook is None else np.append(load, 0.0))
     if len(a) == 0:
         e = q / k
     else:
         try:
-            e = _solve_qp(k, q, a, b, model.solver)[0][:6]
+            e = _solve_qp(k, q, a, b, model.solver, hessian)[0][:6]
         except ContactQPError:  # contradictory small penetrations: only forbid deepening them
             relaxed = b.copy()
             sides = (len(a) - (2 if hook is not None else 0)) // max(len(contacts), 1)
             relaxed[:sides * len(contacts)] += np.repeat(np.minimum(contacts.distances, 0.0), sides)
-            e = _solve_qp(k, q, a, relaxed, model.solver)[0][:6]
+            e = _solve_qp(k, q, a, relaxed, model.solver, hessian)[0][:6]
     return kernels.apply(cmd, e), ContactSet(contacts.kinds, contacts.points_passive, contacts.normals_passive,
                                              a_n @ e - b_n)
+
+
+def _weights(model: ContactModel, hook: HookPull | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The QP's stiffness (6,) or (7,) with the hook's, its diagonal matrix and a zero load of that
+    size, made once per model and hook stiffness (kept in ``model.tables.weights``; read-only but
+    the matrix, which daqp wants writable and only reads)."""
+    key = None if hook is None else hook.stiffness
+    weights = model.tables.weights.get(key)
+    if weights is None:
+        k = model.stiffness if hook is None else _readonly(np.append(model.stiffness, hook.stiffness))
+        weights = (k, np.diag(k), _readonly(np.zeros(len(k))))
+        if len(model.tables.weights) > 16:
+            model.tables.weights.clear()
+        model.tables.weights[key] = weights
+    return weights
 
 
 def _deformation_of(cmd: np.ndarray, real: np.ndarray) -> np.ndarray:

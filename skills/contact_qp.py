@@ -185,12 +185,19 @@ def solve_deformation(
 _ZERO6 = _readonly(np.zeros(6))
 
 
-def _solve_qp(k: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str
-              ) -> tuple[np.ndarray, np.ndarray]:
+_UNBOUNDED: dict[int, np.ndarray] = {}  # daqp's upper bounds (all +inf) by row count, reused (daqp reads them)
+
+
+def _solve_qp(k: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray, solver: str,
+              hessian: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``hessian``: ``np.diag(k)`` if the caller keeps it (daqp reads it, never writes it)."""
     if solver == "daqp":
+        upper = _UNBOUNDED.get(len(b))
+        if upper is None:
+            upper = _UNBOUNDED[len(b)] = np.full(len(b), np.inf)
         # daqp's default primal tolerance (1e-6) would allow a micrometre of penetration here.
-        x, _, flag, info = daqp.solve(np.diag(k), -q, np.ascontiguousarray(a), np.full(len(b), np.inf), b,
-                                      np.zeros(len(b), dtype=np.intc), primal_tol=_DAQP_TOL)
+        x, _, flag, info = daqp.solve(np.diag(k) if hessian is None else hessian, -q, np.ascontiguousarray(a),
+                                      upper, b, np.zeros(len(b), dtype=np.intc), primal_tol=_DAQP_TOL)
         if flag not in (1, 2):
             raise ContactQPError(f"daqp exit flag {flag}")
         return np.asarray(x), np.maximum(-np.asarray(info["lam"]), 0.0)

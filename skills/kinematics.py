@@ -208,32 +208,35 @@ def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None)
     values = joints.tolist()  # check_vector's finiteness test, on Python floats
     if not all(map(math.isfinite, values)):
         raise ValueError(f"q must be finite, got {joints}")
-    entry = _FIXED.get(id(table))
-    links, offsets = entry[1:] if entry is not None and entry[0] is table else _fixed(table)
-    thetas = joints + offsets  # q + theta_offset: the floats' sums, in one array operation
-    from orbitree.skills.kinematics_kernels import frames_and_jacobian
-    tool = None if tool is None else check_fixed_pose(tool, "tool")  # the same tool, call after call
-    return frames_and_jacobian(links, thetas, tool)
+    fixed, offsets = _fixed_links(table, with_offsets=True)
+    thetas = joints + offsets  # each angle + its offset, as on floats
+    if not _KERNEL:  # imported once, on the first call (not at this module's import)
+        from orbitree.skills.kinematics_kernels import frames_and_jacobian
+
+        _KERNEL.append(frames_and_jacobian)
+    # the tool checked at a dictionary's cost when it is the one checked before (it comes back every call)
+    return _KERNEL[0](fixed, thetas, None if tool is None else check_fixed_pose(tool, "tool"))
+
+
+_KERNEL: list = []  # [kinematics_kernels.frames_and_jacobian] once imported
 
 
 _FIXED: dict[int, tuple[DHTable, np.ndarray, np.ndarray]] = {}
 
 
-def _fixed(table: DHTable) -> tuple[np.ndarray, np.ndarray]:
-    """(n, 4, 4) each joint's ``Tz(d)·Tx(a)·Rx(alpha)·Ry(beta)`` (its link transform at theta = 0)
-    and the (n,) ``theta_offset``, kept per table (by identity; kept with it: its id not reused)."""
+def _fixed_links(table: DHTable, with_offsets: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """(n, 4, 4) each joint's ``Tz(d)·Tx(a)·Rx(alpha)·Ry(beta)`` (its link transform at theta = 0),
+    kept per table (by identity; the table is kept with it, so its id is not reused); with
+    ``with_offsets``, also the table's ``theta_offset`` as a read-only (n,) float array."""
     entry = _FIXED.get(id(table))
     if entry is None or entry[0] is not table:
         rows = [_link_rows(d, 0.0, a, alpha, beta)
                 for d, a, alpha, beta in zip(table.d, table.a, table.alpha, table.beta, strict=True)]
         if len(_FIXED) > 64:
             _FIXED.clear()
-        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)), _readonly(table.theta_offset))
-    return entry[1], entry[2]
-
-
-def _fixed_links(table: DHTable) -> np.ndarray:
-    return _fixed(table)[0]  # (n, 4, 4): see _fixed
+        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)),
+                                     _readonly(np.array(table.theta_offset, dtype=float)))
+    return (entry[1], entry[2]) if with_offsets else entry[1]
 
 
 def forward_kinematics(table: DHTable, q: np.ndarray, tool: np.ndarray | None = None) -> np.ndarray:

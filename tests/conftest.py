@@ -184,6 +184,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from orbitree.drivers.sim_coverage import warm_up
         from orbitree.drivers.sim_expose import warm_up as warm_expose
         from orbitree.drivers.sim_ft_kernel import warm_up as warm_ft
+        from orbitree.drivers.sim_robot_svd import warm_up as warm_svd
         from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
         from orbitree.skills import kinematics_kernels
         from orbitree.skills.contact import sirom_contact_model
@@ -194,4 +195,5 @@ def pytest_configure(config: pytest.Config) -> None:
         warm_expose()
         warm_texkernel()
         warm_ft()
+        warm_svd()
 
