@@ -14,16 +14,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip $(QUIET)
 
-# the contact model's, the sim camera's (faces' coverage, textures' sampling, exposure) and the arm's
-# kinematics kernels are compiled by numba once per install (~35 s), here rather than in the first
-# run or test that builds a contact model, a camera or an arm
-WARM = $(BIN)/python -c "from orbitree.skills.contact import sirom_contact_model; sirom_contact_model(); \
-	from orbitree.drivers.sim_coverage import warm_up; warm_up(); \
-	from orbitree.drivers.sim_texkernel import warm_up; warm_up(); \
-	from orbitree.drivers.sim_expose import warm_up; warm_up(); \
-	from orbitree.drivers.sim_ft_kernel import warm_up; warm_up(); \
-	from orbitree.drivers.sim_robot_svd import warm_up; warm_up(); \
-	from orbitree.skills.kinematics_kernels import warm_up; warm_up()"
+# the simulated world's kernels (contact model, sim camera, wrist sensor, the arm's kinematics and
+# SVD: orbitree/runtime/warm.py) are compiled by numba once per install (~35 s), here rather than in
+# the first run or test that builds a contact model, a camera or an arm
+WARM = $(BIN)/python -m orbitree.runtime.warm
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	@echo "installing orbitree into $(VENV) (log: $(VENV)/pip.log)"

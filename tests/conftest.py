@@ -181,19 +181,7 @@ def pytest_configure(config: pytest.Config) -> None:
     start: a test that runs a mission in a subprocess must not spend its time budget on the first
     compilation (~35 s after an install)."""
     if not hasattr(config, "workerinput"):
-        from orbitree.drivers.sim_coverage import warm_up
-        from orbitree.drivers.sim_expose import warm_up as warm_expose
-        from orbitree.drivers.sim_ft_kernel import warm_up as warm_ft
-        from orbitree.drivers.sim_robot_svd import warm_up as warm_svd
-        from orbitree.drivers.sim_texkernel import warm_up as warm_texkernel
-        from orbitree.skills import kinematics_kernels
-        from orbitree.skills.contact import sirom_contact_model
+        from orbitree.runtime.warm import warm_kernels
 
-        sirom_contact_model()
-        warm_up()
-        kinematics_kernels.warm_up()
-        warm_expose()
-        warm_texkernel()
-        warm_ft()
-        warm_svd()
+        warm_kernels()
 
