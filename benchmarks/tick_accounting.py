@@ -24,9 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tick_overhead import bare, mission_text
+from tick_overhead import bare, bench_mission
 
-from orbitree.behaviours.catalogue import load_mission
 from orbitree.runtime.executive import Executive
 from orbitree.runtime.ticklog import TickLog
 from orbitree.runtime.timing import TimingVisitor
@@ -66,9 +65,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1 if SMOKE else 7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.yaml"
-        path.write_text(mission_text(args.ticks, 125.0))
-        mission = load_mission(path)
+        mission = bench_mission(Path(tmp), args.ticks)
         log = Path(tmp) / "run.jsonl"
         variants = {
             "executive": lambda: executive(mission, args.ticks, log),

@@ -90,6 +90,13 @@ def executive(mission, ticks: int, log: Path) -> float:
     return elapsed / ticks
 
 
+def bench_mission(folder: Path, ticks: int):
+    """The benchmark's mission of ``ticks`` ticks at 125 Hz, written to ``folder`` and loaded."""
+    path = folder / "bench.yaml"
+    path.write_text(mission_text(ticks, 125.0))
+    return load_mission(path)
+
+
 # ORBITREE_BENCH_SMOKE=1: one short repetition, to check the command works (README's commands
 # are all run by the test suite); the figures then mean nothing.
 SMOKE = os.environ.get("ORBITREE_BENCH_SMOKE") == "1"
@@ -100,9 +107,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1 if SMOKE else 7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.yaml"
-        path.write_text(mission_text(args.ticks, 125.0))
-        mission = load_mission(path)
+        mission = bench_mission(Path(tmp), args.ticks)
         n_nodes = len(mission.nodes())
         bare_s, exec_s = [], []
         for _ in range(args.runs):
