@@ -212,15 +212,12 @@ def _frames_and_jacobian(table: DHTable, q: np.ndarray, tool: np.ndarray | None)
     thetas = joints + offsets  # each angle + its offset, as on floats
     if not _KERNEL:  # imported once, on the first call (not at this module's import)
         from orbitree.skills.kinematics_kernels import frames_and_jacobian
-
         _KERNEL.append(frames_and_jacobian)
     # the tool checked at a dictionary's cost when it is the one checked before (it comes back every call)
     return _KERNEL[0](fixed, thetas, None if tool is None else check_fixed_pose(tool, "tool"))
 
 
 _KERNEL: list = []  # [kinematics_kernels.frames_and_jacobian] once imported
-
-
 _FIXED: dict[int, tuple[DHTable, np.ndarray, np.ndarray]] = {}
 
 
@@ -234,8 +231,7 @@ def _fixed_links(table: DHTable, with_offsets: bool = False) -> np.ndarray | tup
                 for d, a, alpha, beta in zip(table.d, table.a, table.alpha, table.beta, strict=True)]
         if len(_FIXED) > 64:
             _FIXED.clear()
-        entry = _FIXED[id(table)] = (table, _readonly(np.array(rows)),
-                                     _readonly(np.array(table.theta_offset, dtype=float)))
+        entry = _FIXED[id(table)] = table, _readonly(np.array(rows)), _readonly(np.array(table.theta_offset, "d"))
     return (entry[1], entry[2]) if with_offsets else entry[1]
 
 
