@@ -30,8 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orbitree.drivers.sim_ft_kernel import filter_samples
-
 Pair = tuple[float, float]
 
 
@@ -102,6 +100,10 @@ class FTSensor:
 
     def __init__(self, model: FTSensorModel = IDEAL_FT, rng: np.random.Generator | None = None) -> None:
         self.model = model
+        # the compiled filter, imported with the first sensor (numba's import, ~0.2 s and ~60 MB,
+        # stays out of commands that build no world: a mission refused at loading)
+        from orbitree.drivers.sim_ft_kernel import filter_samples
+        self._filter_samples = filter_samples
         self._rng = rng if rng is not None else np.random.default_rng(0)
         self._h = 1.0 / model.rate
         self._filtered = not math.isinf(model.bandwidth)
@@ -131,8 +133,9 @@ class FTSensor:
             draws = self._rng.normal(0.0, 1.0, (count, 6)) if self._noisy else _NO_DRAWS
             # the samples and the filter's recursion, compiled: the IEEE operations of
             # ``self._samples`` on the interpolated wrenches, then of the filter, in their order
-            self._output = filter_samples(start, new, count, self._h, span, self.offset, draws, self._raw_noise,
-                                          self._noisy, self._limit, self._output, self._alpha)
+            self._output = self._filter_samples(start, new, count, self._h, span, self.offset, draws,
+                                                self._raw_noise, self._noisy, self._limit, self._output,
+                                                self._alpha)
         if count:
             self._t += count * self._h
             self.stamp = self._t

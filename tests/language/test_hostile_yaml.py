@@ -380,3 +380,19 @@ def test_every_refusal_is_a_mission_error_not_another_exception():
     for text in (BOMB, MERGE_BOMB, RECURSIVE, ALIAS_DEEP, deep(10_000)):
         with pytest.raises(MissionError):
             load_source(text, "m.yaml")
+
+
+def test_a_mission_refused_at_loading_imports_no_numba(tmp_path: Path):
+    """The command's 200 MB bound holds on a fresh install only if nothing that refuses a mission
+    imports the compiled kernels' compiler (numba: ~60-110 MB resident, by how its libraries are
+    paged in): the simulated world's modules import it when they build a world, not at import."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "m.yaml"
+    bad.write_text("mission: m\ntree: {wait: {duration: 1 s}}\nfoo: [\n", encoding="utf-8")
+    probe = ("import sys\nfrom orbitree.cli import main\ncode = main(['run', sys.argv[1], '--view', 'none'])\n"
+             "print(code, 'numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, str(bad)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["2", "False"], done.stdout + done.stderr
+    assert done.stderr.startswith(f"{bad}:4:"), done.stderr
