@@ -129,10 +129,13 @@ def test_with_a_wall_clock_tick_the_table_sweep_is_planned_beside_it_and_visits_
         bench = make_bench(Search, params, robot=robot, spec=spec)
         bench.ctx.concurrent = concurrent
         bench.leaf.setup()  # the planner is chosen at setup, from the context
+        if concurrent:  # as the executive runs it: the worker takes the job once the tick is done
+            bench.leaf.planner.hold = True
         first = bench.tick()
         if concurrent:
             assert first == "sweep=R" and bench.robot.calls == []
             assert bench.leaf.feedback_message == "planning the sweep"
+            bench.leaf.planner.release()  # the tick's end
             deadline = time.monotonic() + 10.0
             while bench.leaf.planning and time.monotonic() < deadline:
                 time.sleep(0.01)
