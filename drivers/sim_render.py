@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 import cv2
 import numpy as np
 
-from orbitree.drivers.sim_coverage import clip_box, fill_polygons
+from orbitree.drivers.sim_coverage import clip_box, fill_polygons, pack_polygons
 from orbitree.drivers.sim_patches import (
     Patch,
     marker_patch,
@@ -165,7 +165,7 @@ def draw_patches(canvas: np.ndarray, plan: list[tuple], window: Window | None = 
     :func:`render_patches`): a plan made once serves every window of a frame."""
     for step in plan:
         if step[0] is _FACES:
-            fill_polygons(canvas, step[1], step[2], window)
+            fill_polygons(canvas, step[1], step[2], window, step[3])
         else:
             _draw_texture(canvas, *step[1:], window)
 
@@ -394,7 +394,8 @@ def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.nda
     pixels = project(samples.reshape(-1, 3))
     bounds = (per_edge * ends).tolist()
     outlines = [pixels[start:end] for start, end in zip([0, *bounds[:-1]], bounds, strict=True)]  # as np.split
-    return _FACES, outlines, [albedo for _, albedo in faces]
+    albedos = [albedo for _, albedo in faces]
+    return _FACES, outlines, albedos, pack_polygons(outlines, albedos)
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
