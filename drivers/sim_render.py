@@ -66,26 +66,9 @@ from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistor
 from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
 from orbitree.drivers.sim_texkernel import draw_box
 
-__all__ = [
-    "NEAR_Z_M",
-    "RAY_GRID_PX",
-    "ROI_PAD_PX",
-    "SMOOTH_MIN_PIXELS",
-    "Patch",
-    "RayTable",
-    "draw_patches",
-    "marker_patch",
-    "marker_texture_levels",
-    "plan_patches",
-    "plane_basis",
-    "polygon_patch",
-    "premultiplied",
-    "ray_table",
-    "rect_patch",
-    "render_patch",
-    "render_patches",
-    "undistorted_rays",
-]
+__all__ = ["NEAR_Z_M", "RAY_GRID_PX", "ROI_PAD_PX", "SMOOTH_MIN_PIXELS", "Patch", "RayTable", "draw_patches",
+           "marker_patch", "marker_texture_levels", "plan_patches", "plane_basis", "polygon_patch",
+           "premultiplied", "ray_table", "rect_patch", "render_patch", "render_patches", "undistorted_rays"]
 
 ROI_PAD_PX = 3
 
@@ -194,12 +177,14 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
     outline_all = np.matmul(plane2cam_all[:, :, :2], outlines_t) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
     in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
     visible = (~one_sided | facing) & in_front_all.any(axis=1)
-    face_rays = faces_rays(patches, np.flatnonzero(visible), plane2cam_all, table)
+    shown = np.flatnonzero(visible)
+    face_rays = faces_rays(patches, shown, plane2cam_all, table)
     projected = outlines_px(patches, visible, outline_all, in_front_all, table, project)
-    for index in np.flatnonzero(visible).tolist():
+    all_in_front = in_front_all.all(axis=1).tolist()
+    for index in shown.tolist():
         patch, plane2cam = patches[index], plane2cam_all[index]
         outline_cam, in_front = outline_all[index].T, in_front_all[index]
-        if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
+        if not all_in_front[index] and _outside_view(_clip_near(outline_cam), table):
             continue  # crosses the camera's plane but the part in front is out of view
         if patch.polygon is not None:
             rays = face_rays.get(index, NOT_BATCHED)
@@ -424,10 +409,11 @@ def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
 def _outside_view(points_cam: np.ndarray, table: RayTable) -> bool:
     """All points (in front of the camera) beyond one side of the camera's ray box grown by
     10 %: the convex polygon they span cannot reach the image."""
-    rays = points_cam[:, :2] / points_cam[:, 2:3]
     grow = 0.1 * (table.rays_max - table.rays_min)
-    return bool(np.any(np.all(rays < table.rays_min - grow, axis=0))
-                or np.any(np.all(rays > table.rays_max + grow, axis=0)))
+    (low_x, low_y), (high_x, high_y) = (table.rays_min - grow).tolist(), (table.rays_max + grow).tolist()
+    rays = [(x / z, y / z) for x, y, z in points_cam.tolist()]  # a few points: Python floats, numpy's arithmetic
+    return (all(x < low_x for x, _ in rays) or all(y < low_y for _, y in rays)
+            or all(x > high_x for x, _ in rays) or all(y > high_y for _, y in rays))
 
 
 def _rays_all_in_front(table: RayTable, plane2cam: np.ndarray) -> bool:

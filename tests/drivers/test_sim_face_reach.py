@@ -14,7 +14,7 @@ from orbitree.behaviours.catalogue import load_mission
 from orbitree.drivers.sim_camera import SimCamera
 from orbitree.drivers.sim_coverage import fill_polygons
 from orbitree.drivers.sim_patchsets import pixel_boxes
-from orbitree.drivers.sim_render import _FACES
+from orbitree.drivers.sim_render import _FACES, _outside_view
 from orbitree.runtime.executive import Executive
 
 MISSION = Path(__file__).resolve().parents[2] / "missions" / "sirom_dock.yaml"
@@ -96,3 +96,23 @@ def test_ray_step_bounds_the_ray_of_any_point_against_its_nearest_pixel_centre()
     nearest = np.clip(np.rint(points).astype(int), 0, [lens.width - 1, lens.height - 1])
     gap = np.abs(table.rays[nearest[:, 1], nearest[:, 0]] - exact).max()
     assert 0.0 < gap <= 0.5 * table.ray_step()
+
+
+def test_outside_view_on_floats_equals_the_array_formula():
+    """``sim_render._outside_view`` (a patch crossing the camera's plane, on Python floats) decides as
+    the numpy formula it replaced, on points around the grown ray box's edges."""
+    table = _flagship_camera(350.0, 15.0)._ray_table()
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    rng = np.random.default_rng(8)
+    outside = 0
+    for _ in range(400):
+        centre = rng.uniform(1.6 * table.rays_min, 1.6 * table.rays_max)
+        rays = centre + rng.uniform(-0.15, 0.15, (int(rng.integers(3, 6)), 2))
+        if rng.random() < 0.3:  # a coordinate exactly on the grown box's edge
+            rays[:, 0] = (table.rays_min - grow)[0]
+        points = np.column_stack([rays, np.ones(len(rays))]) * rng.uniform(0.01, 2.0, (len(rays), 1))
+        expected = bool(np.any(np.all(points[:, :2] / points[:, 2:3] < table.rays_min - grow, axis=0))
+                        or np.any(np.all(points[:, :2] / points[:, 2:3] > table.rays_max + grow, axis=0)))
+        assert _outside_view(points, table) == expected
+        outside += expected
+    assert 20 < outside < 380
