@@ -66,10 +66,9 @@ class ScenePainter:
         draw_patches(canvas, plan, window)
 
     def _plan(self, obj: SceneObject, world2cam: np.ndarray, body2world: np.ndarray | None,
-              size: tuple[int, int], reach: list | None = None) -> list[tuple]:
+              size: tuple[int, int]) -> list[tuple]:
         """What ``_paint`` draws of ``obj`` in an image of ``size`` (h, w), whatever part of it is
-        drawn (``sim_render.plan_patches``; ``reach``: only on these pixel boxes): made once for
-        all the windows of a region render."""
+        drawn (``sim_render.plan_patches``): made once for all the windows of a region render."""
         body2cam = world2cam @ (obj.pose() if body2world is None else body2world)
         patches = obj.patches
         if obj.sort_patches:  # painter's order: farthest patch centre first
@@ -83,7 +82,7 @@ class ScenePainter:
                 (premultiplied(np.full(patch.levels[0].shape[:2], obj.occluder_albedo)),))
                 if patch.marker_id is not None and patch.marker_id in obj.hidden_marker_ids else patch
                 for patch in patches]
-        return plan_patches(patches, body2cam, self._ray_table(), self._project, size, reach)
+        return plan_patches(patches, body2cam, self._ray_table(), self._project, size)
 
     def _paint_layer(self, canvas: np.ndarray, obj: SceneObject, world2cam: np.ndarray,
                      body2world: np.ndarray | None = None) -> None:

@@ -20,7 +20,7 @@ from orbitree.drivers.sim_coverage import clip_box
 from orbitree.drivers.sim_patches import Patch
 from orbitree.drivers.sim_rays import RayTable
 
-__all__ = ["NEAR_Z_M", "NOT_BATCHED", "faces_rays", "faces_reaching", "outlines_px", "pixel_boxes", "stacked"]
+__all__ = ["NEAR_Z_M", "NOT_BATCHED", "faces_rays", "outlines_px", "stacked"]
 
 NEAR_Z_M = 1e-3  # m: the near plane, patches are clipped to (sim_render re-exports it)
 NOT_BATCHED = object()  # a face faces_rays left to the per-face code
@@ -106,49 +106,3 @@ def faces_rays(patches: Sequence[Patch], indices: np.ndarray, plane2cam_all: np.
             out[index] = mine if len(mine) >= 3 else None
         start = end
     return out
-
-
-def faces_reaching(faces: list[tuple[np.ndarray, float]], table: RayTable,
-                   reach: Sequence[tuple[int, int, int, int]]) -> list[tuple[np.ndarray, float]]:
-    """The uniform faces, (outline rays (M, 2), albedo) each (``sim_render._faces_step``), that may
-    paint a pixel of one of the boxes ``reach`` (x0, y0, x1, y1), in order: a face left out paints
-    none of them, so that leaving it out of a region render's plan changes no pixel.
-
-    Why that holds (the lens's projection being one to one over the rays in view, as the renderer
-    assumes throughout): the face's filled outline is a polygon through the projections P_i of
-    rays inside its rays' bounding box B, and a pixel is painted only when one of its samples
-    (within 3/8 px of its centre) lies inside that polygon. Every point p of the projection of B
-    that lies in the image has a pixel centre within half a pixel whose ray is within
-    ``table.ray_step()`` of p's ray, hence in B grown by that: its column's range of ray x (row's
-    of ray y) meets B's, so it lies in the box of the columns and rows that do (``RayTable.
-    pixels_of_ray_box``). When that box does not touch the image's border, the projection of B
-    (a connected set) lies wholly inside the image, so inside the box's pixels grown by half a
-    pixel, and so do the P_i, their polygon and the samples it holds: the face paints only the
-    box's pixels. A face whose box touches the border, or that has none, is kept; all are kept
-    when the table's column (row) ranges do not rise monotonically."""
-    spans = table.pixel_spans()
-    if spans is None:
-        return faces
-    starts = np.cumsum([0] + [len(rays) for rays, _ in faces[:-1]])
-    points = np.concatenate([rays for rays, _ in faces])
-    pad = table.ray_step()
-    boxes = pixel_boxes(spans, np.minimum.reduceat(points, starts, axis=0) - pad,
-                        np.maximum.reduceat(points, starts, axis=0) + pad)
-    width, height = table.width, table.height
-    kept = []
-    for face, x0, y0, x1, y1 in zip(faces, *boxes, strict=True):
-        x0, y0, x1, y1 = x0 - 1, y0 - 1, x1 + 1, y1 + 1  # a pixel more each side, to spare
-        if x0 < 0 or y0 < 0 or x1 > width or y1 > height or x1 - x0 <= 2 or y1 - y0 <= 2 or any(
-                x0 < rx1 and rx0 < x1 and y0 < ry1 and ry0 < y1 for rx0, ry0, rx1, ry1 in reach):
-            kept.append(face)
-    return kept
-
-
-def pixel_boxes(spans: tuple[np.ndarray, ...], low: np.ndarray, high: np.ndarray) -> tuple[list[int], ...]:
-    """``RayTable.pixels_of_ray_box`` of the ray boxes [low, high] ((N, 2) each) at once, for a table
-    whose ``pixel_spans()`` are ``spans``: the boxes' x0, y0, x1, y1 (lists; x0 >= x1 or y0 >= y1: no
-    pixel). By bisection: the first column whose highest ray x reaches low x, the last whose lowest
-    does not pass high x (the ranges rising, those between them are the columns that meet [low, high])."""
-    col_lo, col_hi, row_lo, row_hi = spans
-    return (col_hi.searchsorted(low[:, 0]).tolist(), row_hi.searchsorted(low[:, 1]).tolist(),
-            col_lo.searchsorted(high[:, 0], "right").tolist(), row_lo.searchsorted(high[:, 1], "right").tolist())

@@ -70,8 +70,6 @@ class RayTable:
     # the half-resolution rays per box (half_rays); a field, not an entry made in __dict__, which
     # would move every attribute read of the table to CPython's slower path
     _half_rays: dict = field(init=False, repr=False, default_factory=dict)
-    _ray_step: float = field(init=False, repr=False, default=-1.0)
-    _spans: tuple | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         self.rays = _read_only(undistorted_rays(self.camera_matrix, self.dist_coeffs, self.width, self.height))
@@ -99,26 +97,6 @@ class RayTable:
                 cache.clear()
             cache[x0, y0, x1, y1] = rays
         return rays
-
-    def ray_step(self) -> float:
-        """The largest change of a ray coordinate between neighbouring pixels along x plus that along
-        y: bounds how far the ray of a pixel centre is from that of any point within half a pixel
-        of it (twice over). Computed on first use, once per table."""
-        if self._ray_step < 0.0:
-            across = float(np.abs(np.diff(self.rays, axis=1)).max()) if self.width > 1 else 0.0
-            down = float(np.abs(np.diff(self.rays, axis=0)).max()) if self.height > 1 else 0.0
-            self._ray_step = across + down
-        return self._ray_step
-
-    def pixel_spans(self) -> tuple[np.ndarray, ...] | None:
-        """The columns' lowest and highest ray x and the rows' lowest and highest ray y, (W,), (W,),
-        (H,), (H,) contiguous, when each of them rises from first to last (a lens that does not
-        fold the image; else None): then the columns (rows) whose range meets an interval of
-        rays are a run, found by bisection (``sim_patchsets.faces_reaching``). Once per table."""
-        if self._spans is None:
-            spans = tuple(np.ascontiguousarray(a) for a in (*self.col_x.T, *self.row_y.T))
-            self._spans = (spans,) if all(bool(np.all(np.diff(a) >= 0)) for a in spans) else (None,)
-        return self._spans[0]
 
     def pixels_of_ray_box(
         self, low: np.ndarray, high: np.ndarray

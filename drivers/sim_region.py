@@ -173,8 +173,7 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
     world2cam_now = world2cam if motion is None else np.linalg.inv(motion[1])
     objects = sorted(camera.objects, key=lambda o: o.layer)
     # what the objects draw, planned once for all the boxes (the lens's projections, the patches' boxes)
-    reach = [painted for _, _, painted in plans]
-    painting = [camera._plan(obj, world2cam, object_poses.get(id(obj)), (height, width), reach)
+    painting = [camera._plan(obj, world2cam, object_poses.get(id(obj)), (height, width))
                 for obj in objects if not obj.on_camera]
     layers = [camera._layer((height, width), obj, world2cam_now, object_poses.get(id(obj)))
               for obj in objects if obj.on_camera]

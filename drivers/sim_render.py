@@ -61,7 +61,7 @@ from orbitree.drivers.sim_patches import (
     premultiplied,
     rect_patch,
 )
-from orbitree.drivers.sim_patchsets import NEAR_Z_M, NOT_BATCHED, faces_rays, faces_reaching, outlines_px, stacked
+from orbitree.drivers.sim_patchsets import NEAR_Z_M, NOT_BATCHED, faces_rays, outlines_px, stacked
 from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistorted_rays
 from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
 from orbitree.drivers.sim_texkernel import draw_box
@@ -157,13 +157,10 @@ _FACES, _TEXTURE = object(), object()  # the kinds of a plan's steps
 
 
 def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable,
-                 project: Callable[[np.ndarray], np.ndarray], size: tuple[int, int],
-                 reach: Sequence[tuple[int, int, int, int]] | None = None) -> list[tuple]:
+                 project: Callable[[np.ndarray], np.ndarray], size: tuple[int, int]) -> list[tuple]:
     """What :func:`render_patches` draws of ``patches`` in an image of ``size`` (h, w), in order,
     all that does not depend on the part of the image drawn: runs of uniform faces (their
-    projected outlines and albedos) and textured patches (their level, homography and box).
-    ``reach``: the only pixel boxes (x0, y0, x1, y1) the plan will be drawn on (a region render's),
-    the faces that paint none of them left out (``sim_patchsets.faces_reaching``)."""
+    projected outlines and albedos) and textured patches (their level, homography and box)."""
     plan: list[tuple] = []
     faces: list[tuple[np.ndarray, float]] = []
     if not patches:
@@ -194,13 +191,13 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
                 faces.append((rays, patch.albedo))
             continue
         if faces:
-            plan += _faces_step(faces, project, table, reach)
+            plan.append(_faces_step(faces, project))
             faces = []
         step = _texture_step(size, patch, plane2cam, outline_cam, in_front, table, project, projected.get(index))
         if step is not None:
             plan.append(step)
     if faces:
-        plan += _faces_step(faces, project, table, reach)
+        plan.append(_faces_step(faces, project))
     return plan
 
 
@@ -366,14 +363,10 @@ def _face_rays(patch: Patch, plane2cam: np.ndarray, table: RayTable) -> np.ndarr
     return rays if len(rays) >= 3 else None
 
 
-def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.ndarray], np.ndarray],
-                table: RayTable, reach: Sequence[tuple[int, int, int, int]] | None) -> list[tuple]:
+def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.ndarray], np.ndarray]) -> tuple:
     """A plan's step of uniform polygons to fill in the image (``fill_polygons``), in order:
     (outline rays (M, 2), albedo) each, their edges sampled 8 times each so they bend through the
-    lens as the texture path would draw them (one projection for all); those that paint no pixel
-    of the boxes ``reach`` left out (none left: no step)."""
-    if reach is not None and not (faces := faces_reaching(faces, table, reach)):
-        return []
+    lens as the texture path would draw them (one projection for all)."""
     per_edge = 8
     sizes = np.array([len(rays) for rays, _ in faces])
     rays = np.concatenate([rays for rays, _ in faces])
@@ -387,7 +380,7 @@ def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.nda
     bounds = (per_edge * ends).tolist()
     outlines = [pixels[start:end] for start, end in zip([0, *bounds[:-1]], bounds, strict=True)]  # as np.split
     albedos = [albedo for _, albedo in faces]
-    return [(_FACES, outlines, albedos, pack_polygons(outlines, albedos))]
+    return _FACES, outlines, albedos, pack_polygons(outlines, albedos)
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
