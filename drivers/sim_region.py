@@ -143,7 +143,7 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
     kernel has ``DFT_TAPS`` taps or more, the whole frame is rendered."""
     intr = camera.lens
     width, height = intr.width, intr.height
-    boxes = [region] if np.ndim(region) == 1 else list(region)
+    boxes = [region] if len(region) and np.ndim(region[0]) == 0 else list(region)  # one box, or boxes
     out = np.zeros((height, width), np.uint8)
     if blur is None:
         kernel = camera._blur_kernel(motion, object_poses)

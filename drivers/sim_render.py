@@ -180,7 +180,7 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
     all_in_front = in_front_all.all(axis=1).tolist()
     for index in shown.tolist():
         patch, plane2cam = patches[index], plane2cam_all[index]
-        outline_cam, in_front = outline_all[index].T, in_front_all[index]
+        outline_cam = outline_all[index].T
         if not all_in_front[index] and _outside_view(_clip_near(outline_cam), table):
             continue  # crosses the camera's plane but the part in front is out of view
         if patch.polygon is not None:
@@ -193,7 +193,8 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
         if faces:
             plan.append(_faces_step(faces, project))
             faces = []
-        step = _texture_step(size, patch, plane2cam, outline_cam, in_front, table, project, projected.get(index))
+        step = _texture_step(size, patch, plane2cam, outline_cam, all_in_front[index], table, project,
+                             projected.get(index))
         if step is not None:
             plan.append(step)
     if faces:
@@ -204,18 +205,18 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
 
 
 def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
-                  in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
+                  in_front: bool, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
                   outline_px: np.ndarray | None = None) -> tuple | None:
-    """A textured patch's step of a plan (some of it in front of the camera; None: nothing in an
-    image of ``size``): its level, homography, whether the plane's horizon is out of view and
-    pixel box, for :func:`_draw_texture`.
+    """A textured patch's step of a plan (some of it in front of the camera, all of it when
+    ``in_front``; None: nothing in an image of ``size``): its level, homography, whether the
+    plane's horizon is out of view and pixel box, for :func:`_draw_texture`.
     ``outline_px``: its projected outline samples when wholly in front and in view
     (``sim_patchsets.outlines_px``), else None."""
     height, width = size
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
     x0, y0, x1, y1 = 0, 0, width, height
-    if outline_px is not None or (in_front.all() and _within_view(outline_cam, table)):
+    if outline_px is not None or (in_front and _within_view(outline_cam, table)):
         if outline_px is None:
             outline_px = project(_outline_samples(outline_cam))
         texel_px = table.focal_px * _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
@@ -225,7 +226,7 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
         x1, y1 = min(math.ceil(high_x) + pad + 1, width), min(math.ceil(high_y) + pad + 1, height)
         if x0 >= x1 or y0 >= y1:
             return None
-    elif in_front.all():
+    elif in_front:
         # partly or wholly out of view: the pinhole image of a planar convex patch in front of
         # the camera lies inside its corners' ray box, whatever the lens distortion does after
         rays_out = outline_cam[:, :2] / outline_cam[:, 2:3]
@@ -241,7 +242,7 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
     ray2tex = shift @ np.linalg.inv(plane2cam @ patch.tex2plane)
     # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly
     halved = patch.smooth and k == 1 and (y1 - y0) * (x1 - x0) >= SMOOTH_MIN_PIXELS
-    no_horizon = bool(in_front.all()) or _rays_all_in_front(table, plane2cam)  # once for all the windows
+    no_horizon = in_front or _rays_all_in_front(table, plane2cam)  # once for all the windows
     return _TEXTURE, patch, level, ray2tex, plane2cam, no_horizon, table, (x0, y0, x1, y1), halved
 
 
