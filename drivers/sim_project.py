@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["project_points", "warm_up"]
 
-_LENSES: dict[tuple[int, int], tuple] = {}  # ids of (camera matrix, coefficients) -> (them, kernel args or None)
+_LENSES: dict[tuple, tuple | None] = {}  # a lens (its arrays' shape and bytes) -> kernel args or None
 _LENSES_MAX = 64
 
 
@@ -39,13 +39,12 @@ def project_points(points_cam: np.ndarray, camera_matrix: np.ndarray, dist_coeff
 
 def _lens(camera_matrix: np.ndarray, dist_coeffs: np.ndarray) -> tuple | None:
     """The kernel's lens arguments (fx, fy, cx, cy, k1, k2, p1, p2, k3), or None for a lens it does
-    not model; kept per pair of arrays (a camera's intrinsics are made once)."""
-    key = (id(camera_matrix), id(dist_coeffs))
-    entry = _LENSES.get(key)
-    if entry is not None and entry[0] is camera_matrix and entry[1] is dist_coeffs:
-        return entry[2]
+    not model; kept per lens (by its values: an array changed in place is another lens)."""
     k = np.asarray(camera_matrix, dtype=np.float64)
     dist = np.asarray(dist_coeffs, dtype=np.float64).ravel()
+    key = (k.shape, k.tobytes(), dist.tobytes())
+    if key in _LENSES:
+        return _LENSES[key]
     lens = None
     plain = k.shape == (3, 3) and k[0, 1] == 0.0 and k[1, 0] == 0.0 and tuple(k[2]) == (0.0, 0.0, 1.0)
     if plain and len(dist) in (4, 5):
@@ -53,7 +52,7 @@ def _lens(camera_matrix: np.ndarray, dist_coeffs: np.ndarray) -> tuple | None:
         lens = (float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]), *coeffs)
     if len(_LENSES) >= _LENSES_MAX:
         _LENSES.clear()
-    _LENSES[key] = (camera_matrix, dist_coeffs, lens)
+    _LENSES[key] = lens
     return lens
 
 

@@ -56,3 +56,15 @@ def test_other_lenses_go_through_opencv():
     points = _points(np.random.default_rng(3), 1000, 0.5)
     for k, dist in ((camera_matrix, rational[:5]), (plain, rational)):
         np.testing.assert_array_equal(project_points(points, k, dist), _opencv(points, k, dist))
+
+
+def test_a_lens_changed_in_place_projects_with_its_new_values():
+    camera_matrix = np.array([[800.0, 0.0, 640.0], [0.0, 800.0, 360.0], [0.0, 0.0, 1.0]])
+    dist = np.array([-0.06, 0.08, 4e-4, -3e-4, -0.02])
+    points = _points(np.random.default_rng(5), 500, 0.4)
+    before = project_points(points, camera_matrix, dist)
+    camera_matrix[0, 0] *= 1.01
+    dist[0] += 0.01
+    after = project_points(points, camera_matrix, dist)
+    np.testing.assert_array_equal(after, _opencv(points, camera_matrix, dist))
+    assert np.abs(after - before).max() > 1.0
