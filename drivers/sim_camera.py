@@ -296,11 +296,11 @@ class SimCamera(ScenePainter):
         poses = {id(obj): obj.pose() for obj in self.objects}
         lens = self.lens
         draw = self.imager.standard_normal((lens.height, lens.width))  # this frame's, in its turn
-        self._blur_kernel(motion, poses)  # last_blur_px, as a frame rendered now notes it
+        blur = (self._blur_kernel(motion, poses), self.last_blur_px)  # last_blur_px noted now, as in line
         state = self._scene_state()
 
         def render(boxes: list | None) -> np.ndarray:
-            return self.render(cam2world, motion, poses, region=boxes, draw=draw, state=state)
+            return self.render(cam2world, motion, poses, region=boxes, draw=draw, state=state, blur=blur)
 
         return LazyFrame(render, (lens.height, lens.width), stamp, meta)
 
@@ -372,11 +372,10 @@ class SimCamera(ScenePainter):
     # -- rendering -------------------------------------------------------------------------
     def render(
         self, cam2world: np.ndarray | None = None,
-        motion: tuple[np.ndarray, np.ndarray] | None = None,
-        object_poses: dict[int, np.ndarray] | None = None,
+        motion: tuple[np.ndarray, np.ndarray] | None = None, object_poses: dict[int, np.ndarray] | None = None,
         region: tuple[int, int, int, int] | None = None,
         draw: tuple[np.ndarray, float] | None = None,
-        state: tuple | None = None,
+        state: tuple | None = None, blur: tuple | None = None,
     ) -> np.ndarray:
         """One noisy 8-bit grey image (H, W) of the scene from ``cam2world`` (default: the
         current camera pose); ``motion``, the camera poses at the exposure's start and end,
@@ -386,7 +385,8 @@ class SimCamera(ScenePainter):
         frame's (the rest 0), at a cost that goes with the region (``sim_region``). ``draw``: the
         frame's noise draw (``ImageSensor.standard_normal``), made at its capture; ``state``: the
         camera's scene and sensor as at the capture (``_scene_state``), put back for this image
-        if they changed since (a frame rendered after its capture, ``LazyFrame``)."""
+        if they changed since (a frame rendered after its capture, ``LazyFrame``); ``blur``: the
+        motion blur's kernel and length (``_blur_kernel``) made at the capture, for a region."""
         with self._render_lock:  # one image at a time (the caches and the noise generator)
             t0 = time.perf_counter()
             now = None if state is None else self._put_state(state)
@@ -394,7 +394,7 @@ class SimCamera(ScenePainter):
                 if region is None:
                     image = self._render(cam2world, motion, object_poses or {}, draw)
                 else:
-                    image = render_region(self, region, cam2world, motion, object_poses or {}, draw)
+                    image = render_region(self, region, cam2world, motion, object_poses or {}, draw, blur)
             finally:
                 if now is not None:
                     self._put_state(now)

@@ -44,7 +44,7 @@ def clip_box(polygon: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarr
 
 
 def fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float],
-                  window: tuple[int, int, int, int] | None = None) -> None:
+                  window: tuple[int, int, int, int] | None = None, packed: tuple | None = None) -> None:
     """Composite uniform polygons (outlines (N, 2) distorted pixels, in order) over ``canvas``
     (H, W) float32, one after the other, by their 4x4 point-sampled coverage (see
     :func:`fill_polygons_numpy`, the same arithmetic on numpy arrays): compiled loops
@@ -54,7 +54,8 @@ def fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: S
 
     ``window`` (x0, y0, width, height): ``canvas`` holds only the pixels [x0, x0 + its width) x
     [y0, y0 + its height) of an image of that size; each of them gets what the whole image's
-    fill would give it (the region render of :mod:`orbitree.drivers.sim_region`)."""
+    fill would give it (the region render of :mod:`orbitree.drivers.sim_region`). ``packed``: the
+    outlines as :func:`pack_polygons` gives them, made once for all the windows of a frame."""
     if not len(outlines):
         return
     if window is not None:
@@ -64,16 +65,20 @@ def fill_polygons(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: S
     if canvas.dtype != np.float32 or not canvas.flags.c_contiguous:  # the kernel is compiled for these
         _fill_numpy(canvas, outlines, albedos, window)
         return
-    sizes = np.array([len(o) for o in outlines])
-    points = np.concatenate(outlines).astype(np.float64)
-    ends = np.cumsum(sizes)
-    values = np.asarray(albedos, dtype=np.float32)
+    points, ends, values = pack_polygons(outlines, albedos) if packed is None else packed
     face, n_faces = 0, len(outlines)
     while face < n_faces:
         face = _fill_convex(canvas, points, ends, values, face, ox, oy, width, height)
         if face < n_faces:  # a sample row crossing it more than twice: even-odd spans
             _fill_numpy(canvas, [outlines[face]], [albedos[face]], window)
             face += 1
+
+
+def pack_polygons(outlines: Sequence[np.ndarray], albedos: Sequence[float]) -> tuple[np.ndarray, ...]:
+    """What :func:`fill_polygons`'s compiled loops read of the polygons: their points (M, 2)
+    float64 one outline after the other, each outline's end in them and the albedos, float32."""
+    points = np.concatenate(outlines).astype(np.float64)
+    return points, np.cumsum(np.array([len(o) for o in outlines])), np.asarray(albedos, dtype=np.float32)
 
 
 def _fill_numpy(canvas: np.ndarray, outlines: Sequence[np.ndarray], albedos: Sequence[float],

@@ -20,6 +20,8 @@ import operator
 import cv2
 import numpy as np
 
+from orbitree.drivers.sim_project import project_points
+from orbitree.drivers.sim_project import warm_up as warm_projection
 from orbitree.drivers.sim_region import Window
 from orbitree.drivers.sim_render import RayTable, draw_patches, plan_patches, premultiplied, ray_table
 from orbitree.drivers.sim_scene import SceneObject
@@ -154,21 +156,20 @@ class ScenePainter:
         return line_kernel(shift)
 
     def _ray_table(self) -> RayTable:
-        """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced."""
+        """Per-pixel rays of the lens, rebuilt when the intrinsics are replaced (and the compiled
+        projection of ``_project`` loaded, outside any frame)."""
         intr = self.lens
         if self._rays is None or self._rays_for is not intr:
             self._rays = ray_table(intr.camera_matrix, intr.dist_coeffs, intr.width, intr.height)
             self._rays_for = intr
+            warm_projection()
         return self._rays
 
     def _project(self, points_cam: np.ndarray) -> np.ndarray:
-        """(N, 3) camera-frame points to (N, 2) distorted pixels (through the true lens)."""
+        """(N, 3) camera-frame points to (N, 2) distorted pixels (through the true lens):
+        ``cv2.projectPoints``'s, compiled (``sim_project``)."""
         intr = self.lens
-        px, _ = cv2.projectPoints(
-            np.ascontiguousarray(points_cam, dtype=np.float64), np.zeros(3), np.zeros(3),
-            intr.camera_matrix, intr.dist_coeffs,
-        )
-        return px.reshape(-1, 2)
+        return project_points(points_cam, intr.camera_matrix, intr.dist_coeffs)
 
 
 def _same_state(a: tuple, b: tuple) -> bool:

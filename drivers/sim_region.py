@@ -129,11 +129,13 @@ def paint_clipped(canvas: np.ndarray, window: Window, sub: tuple[int, int, int, 
 
 def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
                   motion: tuple[np.ndarray, np.ndarray] | None, object_poses: dict[int, np.ndarray],
-                  draw: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+                  draw: tuple[np.ndarray, float] | None = None,
+                  blur: tuple[np.ndarray | None, float] | None = None) -> np.ndarray:
     """:meth:`SimCamera._render` over ``region`` only, a box (x0, y0, x1, y1) or a sequence of
     them (see the module docstring): the (H, W) uint8 image, the boxes' pixels as the whole
     frame's, 0 elsewhere. The frame's noise is drawn once, as the whole frame draws it (or is
-    ``draw``, drawn at the frame's capture). Boxes
+    ``draw``, drawn at the frame's capture; ``blur``: the motion blur's kernel and length as
+    ``camera._blur_kernel`` gave them at the capture, else made here). Boxes
     are rendered one by one, those whose boxes for the sensor lie close together (their bounding
     box adds at most ``MERGE_PX`` pixels to theirs: each box costs some Python and the parts of
     the markers it cuts) as one (:func:`_merged`); when what they need of the image exceeds
@@ -141,9 +143,12 @@ def render_region(camera: Any, region: Sequence, cam2world: np.ndarray | None,
     kernel has ``DFT_TAPS`` taps or more, the whole frame is rendered."""
     intr = camera.lens
     width, height = intr.width, intr.height
-    boxes = [region] if np.ndim(region) == 1 else list(region)
+    boxes = [region] if len(region) and np.ndim(region[0]) == 0 else list(region)  # one box, or boxes
     out = np.zeros((height, width), np.uint8)
-    kernel = camera._blur_kernel(motion, object_poses)
+    if blur is None:
+        kernel = camera._blur_kernel(motion, object_poses)
+    else:
+        kernel, camera.last_blur_px = blur
     g = exposure_margin(camera.sensor.blur_sigma_px)
     wanted = []
     for box in boxes:

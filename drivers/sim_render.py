@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 import cv2
 import numpy as np
 
-from orbitree.drivers.sim_coverage import clip_box, fill_polygons
+from orbitree.drivers.sim_coverage import clip_box, fill_polygons, pack_polygons
 from orbitree.drivers.sim_patches import (
     Patch,
     marker_patch,
@@ -66,26 +66,9 @@ from orbitree.drivers.sim_rays import RAY_GRID_PX, RayTable, ray_table, undistor
 from orbitree.drivers.sim_region import Window, paint_clipped, sub_box
 from orbitree.drivers.sim_texkernel import draw_box
 
-__all__ = [
-    "NEAR_Z_M",
-    "RAY_GRID_PX",
-    "ROI_PAD_PX",
-    "SMOOTH_MIN_PIXELS",
-    "Patch",
-    "RayTable",
-    "draw_patches",
-    "marker_patch",
-    "marker_texture_levels",
-    "plan_patches",
-    "plane_basis",
-    "polygon_patch",
-    "premultiplied",
-    "ray_table",
-    "rect_patch",
-    "render_patch",
-    "render_patches",
-    "undistorted_rays",
-]
+__all__ = ["NEAR_Z_M", "RAY_GRID_PX", "ROI_PAD_PX", "SMOOTH_MIN_PIXELS", "Patch", "RayTable", "draw_patches",
+           "marker_patch", "marker_texture_levels", "plan_patches", "plane_basis", "polygon_patch",
+           "premultiplied", "ray_table", "rect_patch", "render_patch", "render_patches", "undistorted_rays"]
 
 ROI_PAD_PX = 3
 
@@ -165,7 +148,7 @@ def draw_patches(canvas: np.ndarray, plan: list[tuple], window: Window | None = 
     :func:`render_patches`): a plan made once serves every window of a frame."""
     for step in plan:
         if step[0] is _FACES:
-            fill_polygons(canvas, step[1], step[2], window)
+            fill_polygons(canvas, step[1], step[2], window, step[3])
         else:
             _draw_texture(canvas, *step[1:], window)
 
@@ -191,12 +174,14 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
     outline_all = np.matmul(plane2cam_all[:, :, :2], outlines_t) + plane2cam_all[:, :, 2:]  # (P, 3, 4)
     in_front_all = outline_all[:, 2, :] > NEAR_Z_M  # (P, 4)
     visible = (~one_sided | facing) & in_front_all.any(axis=1)
-    face_rays = faces_rays(patches, np.flatnonzero(visible), plane2cam_all, table)
+    shown = np.flatnonzero(visible)
+    face_rays = faces_rays(patches, shown, plane2cam_all, table)
     projected = outlines_px(patches, visible, outline_all, in_front_all, table, project)
-    for index in np.flatnonzero(visible).tolist():
+    all_in_front = in_front_all.all(axis=1).tolist()
+    for index in shown.tolist():
         patch, plane2cam = patches[index], plane2cam_all[index]
-        outline_cam, in_front = outline_all[index].T, in_front_all[index]
-        if not in_front.all() and _outside_view(_clip_near(outline_cam), table):
+        outline_cam = outline_all[index].T
+        if not all_in_front[index] and _outside_view(_clip_near(outline_cam), table):
             continue  # crosses the camera's plane but the part in front is out of view
         if patch.polygon is not None:
             rays = face_rays.get(index, NOT_BATCHED)
@@ -208,7 +193,8 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
         if faces:
             plan.append(_faces_step(faces, project))
             faces = []
-        step = _texture_step(size, patch, plane2cam, outline_cam, in_front, table, project, projected.get(index))
+        step = _texture_step(size, patch, plane2cam, outline_cam, all_in_front[index], table, project,
+                             projected.get(index))
         if step is not None:
             plan.append(step)
     if faces:
@@ -219,18 +205,18 @@ def plan_patches(patches: Sequence[Patch], body2cam: np.ndarray, table: RayTable
 
 
 def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, outline_cam: np.ndarray,
-                  in_front: np.ndarray, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
+                  in_front: bool, table: RayTable, project: Callable[[np.ndarray], np.ndarray],
                   outline_px: np.ndarray | None = None) -> tuple | None:
-    """A textured patch's step of a plan (some of it in front of the camera; None: nothing in an
-    image of ``size``): its level, homography, whether the plane's horizon is out of view and
-    pixel box, for :func:`_draw_texture`.
+    """A textured patch's step of a plan (some of it in front of the camera, all of it when
+    ``in_front``; None: nothing in an image of ``size``): its level, homography, whether the
+    plane's horizon is out of view and pixel box, for :func:`_draw_texture`.
     ``outline_px``: its projected outline samples when wholly in front and in view
     (``sim_patchsets.outlines_px``), else None."""
     height, width = size
     k = patch.supersample
     level = _choose_level(patch, plane2cam, table.focal_px, k)
     x0, y0, x1, y1 = 0, 0, width, height
-    if outline_px is not None or (in_front.all() and _within_view(outline_cam, table)):
+    if outline_px is not None or (in_front and _within_view(outline_cam, table)):
         if outline_px is None:
             outline_px = project(_outline_samples(outline_cam))
         texel_px = table.focal_px * _texel_m(patch) / 2**level / float(outline_cam[:, 2].min())
@@ -240,7 +226,7 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
         x1, y1 = min(math.ceil(high_x) + pad + 1, width), min(math.ceil(high_y) + pad + 1, height)
         if x0 >= x1 or y0 >= y1:
             return None
-    elif in_front.all():
+    elif in_front:
         # partly or wholly out of view: the pinhole image of a planar convex patch in front of
         # the camera lies inside its corners' ray box, whatever the lens distortion does after
         rays_out = outline_cam[:, :2] / outline_cam[:, 2:3]
@@ -256,7 +242,7 @@ def _texture_step(size: tuple[int, int], patch: Patch, plane2cam: np.ndarray, ou
     ray2tex = shift @ np.linalg.inv(plane2cam @ patch.tex2plane)
     # sampled at the centres of 2x2 pixel blocks, enlarged bilinearly
     halved = patch.smooth and k == 1 and (y1 - y0) * (x1 - x0) >= SMOOTH_MIN_PIXELS
-    no_horizon = bool(in_front.all()) or _rays_all_in_front(table, plane2cam)  # once for all the windows
+    no_horizon = in_front or _rays_all_in_front(table, plane2cam)  # once for all the windows
     return _TEXTURE, patch, level, ray2tex, plane2cam, no_horizon, table, (x0, y0, x1, y1), halved
 
 
@@ -394,7 +380,8 @@ def _faces_step(faces: list[tuple[np.ndarray, float]], project: Callable[[np.nda
     pixels = project(samples.reshape(-1, 3))
     bounds = (per_edge * ends).tolist()
     outlines = [pixels[start:end] for start, end in zip([0, *bounds[:-1]], bounds, strict=True)]  # as np.split
-    return _FACES, outlines, [albedo for _, albedo in faces]
+    albedos = [albedo for _, albedo in faces]
+    return _FACES, outlines, albedos, pack_polygons(outlines, albedos)
 
 
 def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
@@ -416,10 +403,11 @@ def _clip_near(outline_cam: np.ndarray) -> np.ndarray:
 def _outside_view(points_cam: np.ndarray, table: RayTable) -> bool:
     """All points (in front of the camera) beyond one side of the camera's ray box grown by
     10 %: the convex polygon they span cannot reach the image."""
-    rays = points_cam[:, :2] / points_cam[:, 2:3]
     grow = 0.1 * (table.rays_max - table.rays_min)
-    return bool(np.any(np.all(rays < table.rays_min - grow, axis=0))
-                or np.any(np.all(rays > table.rays_max + grow, axis=0)))
+    (low_x, low_y), (high_x, high_y) = (table.rays_min - grow).tolist(), (table.rays_max + grow).tolist()
+    rays = [(x / z, y / z) for x, y, z in points_cam.tolist()]  # a few points: Python floats, numpy's arithmetic
+    return (all(x < low_x for x, _ in rays) or all(y < low_y for _, y in rays)
+            or all(x > high_x for x, _ in rays) or all(y > high_y for _, y in rays))
 
 
 def _rays_all_in_front(table: RayTable, plane2cam: np.ndarray) -> bool:

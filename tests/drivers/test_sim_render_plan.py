@@ -1,11 +1,12 @@
 """Parts of sim_render's plan against the numpy code they replace: the near-plane clipping on
-Python floats, bit for bit."""
+Python floats, bit for bit, and the out-of-view test of a patch crossing the camera's plane."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from orbitree.drivers import sim_render
+from orbitree.drivers.sim_camera import SimCamera
 from orbitree.drivers.sim_render import NEAR_Z_M
 
 
@@ -40,3 +41,25 @@ def test_near_plane_clipping_on_floats_gives_the_numpy_points_bit_for_bit():
         assert got.tobytes() == expected.tobytes()
         cuts += int(np.count_nonzero(np.isclose(got[:, 2], NEAR_Z_M, rtol=0, atol=1e-12)))
     assert cuts > 3000
+
+
+def test_outside_view_on_floats_decides_as_the_array_formula():
+    """``_outside_view`` (every frame for the table, which crosses the camera's plane) on Python
+    floats against the numpy formula it replaced, on 400 point sets around the grown ray box's
+    edges (a third of them with a coordinate exactly on an edge)."""
+    table = SimCamera()._ray_table()
+    grow = 0.1 * (table.rays_max - table.rays_min)
+    rng = np.random.default_rng(8)
+    outside = 0
+    for _ in range(400):
+        centre = rng.uniform(1.6 * table.rays_min, 1.6 * table.rays_max)
+        rays = centre + rng.uniform(-0.15, 0.15, (int(rng.integers(3, 6)), 2))
+        if rng.random() < 0.3:
+            rays[:, 0] = (table.rays_min - grow)[0]
+        points = np.column_stack([rays, np.ones(len(rays))]) * rng.uniform(0.01, 2.0, (len(rays), 1))
+        ratios = points[:, :2] / points[:, 2:3]
+        expected = bool(np.any(np.all(ratios < table.rays_min - grow, axis=0))
+                        or np.any(np.all(ratios > table.rays_max + grow, axis=0)))
+        assert sim_render._outside_view(points, table) == expected
+        outside += expected
+    assert 20 < outside < 380
