@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.sim_robot_svd import thin_svd
+from orbitree.drivers.sim_robot_svd import thin_svd, undamped_dls
 from orbitree.skills import kinematics as kin
 from orbitree.skills import se3
 
@@ -90,6 +90,9 @@ class SimRobotControl:
     def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
         """Joint velocity for a TCP twist; protective stop (and zero) if the exact solution needs
         a joint faster than its limit while the arm is near a singularity."""
+        undamped = undamped_dls(jacobian, twist, self._singular_threshold)  # outside the zone: compiled
+        if undamped is not None:
+            return undamped
         svd = thin_svd(jacobian)  # once for the test and the solution (np.linalg.svd's, compiled)
         if svd[1][-1] < self._singular_threshold:
             exact = kin.dls_from_svd(svd, twist)

@@ -8,8 +8,11 @@ column-major copy, through scipy's LAPACK rather than numpy's: the same routine 
 of the library, which may or may not give the same bits. So the first call in a process checks the
 kernel against numpy on 200 drawn matrices (:func:`matches_numpy`: Jacobian-like and random,
 some of rank 5, ~10 ms) and keeps numpy's call if a single bit differs (the approach of
-:mod:`orbitree.skills.kinematics_kernels`). ``@njit(cache=True)``: compiled once per install,
-loaded from numba's cache after (:func:`warm_up`, in the Makefile's WARM and the tests' conftest).
+:mod:`orbitree.skills.kinematics_kernels`). Outside the singular zone (no damping: every period of
+the flagship) :func:`undamped_dls` makes the whole DLS one compiled call (the SVD, the gains and
+both matrix-vector products: ~5 µs of numpy's per-call overheads a period less), checked on the
+same draws against the controller's numpy expressions. ``@njit(cache=True)``: compiled once per
+install, loaded from numba's cache after (:func:`warm_up`, in the Makefile's WARM and the tests' conftest).
 """
 
 from __future__ import annotations
@@ -24,6 +27,26 @@ def _svd(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # numba's come column-major; numpy's row-major, and a product with them (the DLS's) hands BLAS
     # the other layout, which sums in another order: the same layout as numpy's
     return np.ascontiguousarray(u), sigma, np.ascontiguousarray(vt)
+
+
+@numba.njit(cache=True)
+def _dls(matrix: np.ndarray, twist: np.ndarray, threshold: float) -> tuple[np.ndarray, bool]:
+    u, sigma, vt = _svd(matrix)
+    last = sigma.shape[0] - 1
+    if not sigma[last] >= threshold:  # the damped zone (or NaN): the controller's Python path
+        return twist, False
+    denominator = sigma * sigma  # ``sigma**2 + lam**2``, lam 0.0 here: numpy's square, plus 0.0
+    for value in denominator:
+        if not value > 1e-300:
+            return twist, False
+    return vt.T @ (sigma / denominator * (u.T @ twist)), True
+
+
+def _dls_numpy(matrix: np.ndarray, twist: np.ndarray) -> np.ndarray:
+    """The undamped DLS of ``SimRobotControl._dls`` on numpy's SVD, outside the damped zone."""
+    u, sigma, vt = np.linalg.svd(matrix, full_matrices=False)
+    denominator = sigma**2 + 0.0**2
+    return vt.T @ (sigma / denominator * (u.T @ twist))
 
 
 def matches_numpy(count: int = 200, seed: int = 0) -> bool:
@@ -42,9 +65,14 @@ def matches_numpy(count: int = 200, seed: int = 0) -> bool:
         if any(a.tobytes() != b.tobytes() or a.flags.c_contiguous != b.flags.c_contiguous
                for a, b in zip(expected, got, strict=True)):
             return False
+        twist = rng.normal(0.0, 0.2, 6)
+        solution, undamped = _dls(matrix, twist, 0.0)
+        if undamped and solution.tobytes() != _dls_numpy(matrix, twist).tobytes():
+            return False
     return True
 
 
+_FLOAT = np.dtype(float)
 _VERIFIED: list[bool] = []  # [whether the kernel gives numpy's bits here], once checked
 
 
@@ -59,6 +87,21 @@ def thin_svd(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return u, sigma, vt
 
 
+def undamped_dls(matrix: np.ndarray, twist: np.ndarray, threshold: float) -> np.ndarray | None:
+    """``SimRobotControl._dls``'s joint velocity (n,) for a (6, n) C-contiguous finite float Jacobian
+    and a (6,) float twist where the smallest singular value is at least ``threshold`` (no damping,
+    no singular-zone test): the SVD, the gains and both products in one compiled call, the same bits
+    (checked with the SVD's); None elsewhere (the damped zone, a vanishing singular value, a kernel
+    that did not give numpy's bits), for the controller's own path."""
+    if not _VERIFIED:
+        _VERIFIED.append(matches_numpy())
+    if not _VERIFIED[0] or twist.dtype != _FLOAT:
+        return None
+    solution, undamped = _dls(matrix, twist, threshold)
+    return solution if undamped else None
+
+
 def warm_up() -> None:
-    """Load (or compile) the kernel and make the process's check, outside any tick."""
+    """Load (or compile) the kernels and make the process's check, outside any tick."""
     thin_svd(np.eye(6))
+    undamped_dls(np.eye(6), np.zeros(6), 0.05)
