@@ -108,3 +108,26 @@ def test_compiled_undamped_dls_is_the_controllers_numpy_expression_and_leaves_th
         taken += 1
     assert taken >= 150 and declined >= 20
     assert undamped_dls(jacobian, np.zeros(6, dtype=int), 0.05) is None  # not a float twist: numpy's path
+
+
+def _speed_run(seed: int) -> list[bytes]:
+    """The joints of an arm driven by drawn speed_l commands (slow, fast: every limit binding),
+    period by period."""
+    robot = SimRobot(damping=0.05, singular_threshold=0.05, period=0.002)
+    rng = np.random.default_rng(seed)
+    states = []
+    for k in range(150):
+        if k % 25 != 24:  # a pause now and then: the watchdog's ramp to rest
+            robot.speed_l(rng.normal(0.0, (0.05, 0.6, 3.0)[k % 3], 6), acceleration=(0.5, 5.0)[k % 2])
+        robot.step(0.008)
+        states.append(robot.q.tobytes() + robot._qd.tobytes())
+    return states
+
+
+def test_compiled_speed_period_moves_the_arm_as_the_controllers_numpy_code(monkeypatch) -> None:
+    from orbitree.drivers import sim_robot_control, sim_robot_svd
+
+    assert sim_robot_svd.period_matches_numpy(count=300, seed=6)
+    compiled = [_speed_run(seed) for seed in (1, 2)]
+    monkeypatch.setattr(sim_robot_control, "speed_period", lambda *args: None)
+    assert compiled == [_speed_run(seed) for seed in (1, 2)]
