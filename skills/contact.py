@@ -282,6 +282,6 @@ def solve_contact(
     else:
         real_tcp2base = passive2base @ real
         wrench = model.stiffness * _deformation(cmd, real)
-    n_active = int((contacts.distances <= model.tolerance_m).sum())
+    n_active = int(np.count_nonzero(contacts.distances <= model.tolerance_m))  # the count, without a reduction
     tension = 0.0 if hook is None else hook.stiffness * max(0.0, float(real[2, 3]) - hook.depth)
     return ContactResult(real_tcp2base, wrench, contacts, n_active, iterations, converged, tension)
