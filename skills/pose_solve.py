@@ -1,6 +1,7 @@
-"""``np.linalg.solve`` of two (4, 4) poses at a third of its cost, bit for bit: the tick's calls.
+"""``np.linalg.solve`` of two (4, 4) poses at under half its cost, bit for bit: the tick's calls.
 
-:func:`solve_poses` hands two C-contiguous float (4, 4) arrays to the compiled LAPACK call of
+:func:`solve_poses` hands two writable C-contiguous float (4, 4) arrays (the tick's arrays: a single
+specialisation of the kernel to load per process) to the compiled LAPACK call of
 :mod:`orbitree.skills.solve_kernel` (imported, with numba, by the first call: a mission refused at
 loading imports no numba) where the process's check found it gives numpy's bits; anything else,
 and whatever the kernel refuses (a singular or non-finite matrix: numpy then raises its own error
@@ -32,7 +33,7 @@ def solve_poses(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     kernel = _KERNEL[0]
     if (kernel is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.shape == _SHAPE
             and b.shape == _SHAPE and a.dtype == _FLOAT and b.dtype == _FLOAT and a.flags.c_contiguous
-            and b.flags.c_contiguous):
+            and b.flags.c_contiguous and a.flags.writeable and b.flags.writeable):
         try:
             return kernel(a, b)
         except np.linalg.LinAlgError:  # singular or not finite: numpy's own error, or its result
@@ -41,10 +42,5 @@ def solve_poses(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def warm_up() -> None:
-    """Load (or compile) the kernel for writable and read-only arrays, and make the process's check."""
-    pose = np.eye(4)
-    frozen = np.eye(4)
-    frozen.flags.writeable = False
-    for a in (pose, frozen):
-        for b in (pose, frozen):
-            solve_poses(a, b)
+    """Load (or compile) the kernel and make the process's check, outside any tick."""
+    solve_poses(np.eye(4), np.eye(4))

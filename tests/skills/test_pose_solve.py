@@ -32,7 +32,7 @@ def test_the_kernel_gives_numpys_bits_and_layout_on_poses_it_was_not_checked_on(
         assert solve_poses(a, b).tobytes() == expected.tobytes()
 
 
-def test_read_only_poses_are_solved_as_numpy_solves_them():
+def test_read_only_poses_take_numpys_call():
     a, b = _poses(2, seed=3)
     a.flags.writeable = False
     b.flags.writeable = False
