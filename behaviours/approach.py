@@ -60,6 +60,7 @@ from orbitree.skills import kinematics as kin
 from orbitree.skills.capture import ENVELOPES, aim_tcp2target
 from orbitree.skills.gain import AdaptiveGain
 from orbitree.skills.pbvs import camera_velocity, saturate_twist
+from orbitree.skills.pose_solve import solve_poses
 from orbitree.skills.se3 import adjoint, rotate_screw, vector_norm
 
 Status = py_trees.common.Status
@@ -178,7 +179,7 @@ class Approach(MotionLeaf):
         if blind and not self._may_go_blind(tcp2base, board2base, unseen, last_seen):
             return Status.FAILURE
         cam2base = tcp2base @ self.cam2tcp
-        board2cam = np.linalg.solve(cam2base, board2base)
+        board2cam = solve_poses(cam2base, board2base)
         command = camera_velocity(board2cam, self.desired, self.gain)
         self.write(SERVO_ERROR, command.error)
         self.write(SERVO_ERROR_NORM, command.error_norm)

@@ -102,8 +102,8 @@ class FTSensor:
         self.model = model
         # the compiled filter, imported with the first sensor (numba's import, ~0.2 s and ~60 MB,
         # stays out of commands that build no world: a mission refused at loading)
-        from orbitree.drivers.sim_ft_kernel import filter_samples
-        self._filter_samples = filter_samples
+        from orbitree.drivers.sim_ft_kernel import drift_and_filter, filter_samples
+        self._filter_samples, self._drift_and_filter = filter_samples, drift_and_filter
         self._rng = rng if rng is not None else np.random.default_rng(0)
         self._h = 1.0 / model.rate
         self._filtered = not math.isinf(model.bandwidth)
@@ -127,15 +127,23 @@ class FTSensor:
             self._true, self._output = new.copy(), np.clip(new + self.offset, -self._limit, self._limit)
         count = math.floor((t - self._t) / self._h + 1e-9)
         start, span = self._true, max(t - self._t, 1e-12)
-        if count and self._drifting:  # the walk's sum over the samples, drawn at once
-            self.offset = self.offset + self._rng.normal(0.0, 1.0, 6) * self._walk * math.sqrt(count)
-        if count and self._filtered:  # the samples at once (the same draws, in the same order)
-            draws = self._rng.normal(0.0, 1.0, (count, 6)) if self._noisy else _NO_DRAWS
-            # the samples and the filter's recursion, compiled: the IEEE operations of
-            # ``self._samples`` on the interpolated wrenches, then of the filter, in their order
-            self._output = self._filter_samples(start, new, count, self._h, span, self.offset, draws,
-                                                self._raw_noise, self._noisy, self._limit, self._output,
-                                                self._alpha)
+        if count > 0 and self._drifting and self._filtered and self._noisy:  # a real sensor's step, in one call:
+            # the drift's draws and the samples' (one call of the generator: the same values in
+            # the same order as two), the offset's step and the filter, compiled
+            draws = self._rng.normal(0.0, 1.0, (count + 1, 6))
+            self.offset, self._output = self._drift_and_filter(
+                start, new, count, self._h, span, self.offset, draws, self._walk, math.sqrt(count),
+                self._raw_noise, self._limit, self._output, self._alpha)
+        else:
+            if count and self._drifting:  # the walk's sum over the samples, drawn at once
+                self.offset = self.offset + self._rng.normal(0.0, 1.0, 6) * self._walk * math.sqrt(count)
+            if count and self._filtered:  # the samples at once (the same draws, in the same order)
+                draws = self._rng.normal(0.0, 1.0, (count, 6)) if self._noisy else _NO_DRAWS
+                # the samples and the filter's recursion, compiled: the IEEE operations of
+                # ``self._samples`` on the interpolated wrenches, then of the filter, in their order
+                self._output = self._filter_samples(start, new, count, self._h, span, self.offset, draws,
+                                                    self._raw_noise, self._noisy, self._limit, self._output,
+                                                    self._alpha)
         if count:
             self._t += count * self._h
             self.stamp = self._t

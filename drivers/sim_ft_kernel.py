@@ -45,7 +45,21 @@ def filter_samples(start: np.ndarray, new: np.ndarray, count: int, h: float, spa
     return out
 
 
+@numba.njit(cache=True)
+def drift_and_filter(start: np.ndarray, new: np.ndarray, count: int, h: float, span: float, offset: np.ndarray,
+                     draws: np.ndarray, walk: np.ndarray, root_count: float, noise: np.ndarray, limit: np.ndarray,
+                     output: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """A drifting, noisy sensor's step: the offset after the drift's step ``offset + draws[0] · walk
+    · root_count`` (numpy's operations in their order, per axis), then :func:`filter_samples` with
+    it on the noise draws ``draws[1:]`` ((count + 1, 6): the generator's draws of the two, in the
+    order ``FTSensor.advance`` takes them); returns (offset, output), both new arrays."""
+    drifted = offset + draws[0] * walk * root_count
+    output = filter_samples(start, new, count, h, span, drifted, draws[1:], noise, True, limit, output, alpha)
+    return drifted, output
+
+
 def warm_up() -> None:
-    """Load (or compile) the kernel once, outside any tick, for the arrays a run passes."""
+    """Load (or compile) the kernels once, outside any tick, for the arrays a run passes."""
     six = np.ones(6)
     filter_samples(six, six, 2, 0.002, 0.008, six, np.zeros((2, 6)), six, True, six, six, 0.3)
+    drift_and_filter(six, six, 2, 0.002, 0.008, six, np.zeros((3, 6)), six, 1.5, six, six, six, 0.3)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from orbitree.drivers.sim_robot_svd import thin_svd
+from orbitree.drivers.sim_robot_svd import speed_period, thin_svd, undamped_dls
 from orbitree.skills import kinematics as kin
 from orbitree.skills import se3
 
@@ -60,12 +60,16 @@ class SimRobotControl:
             return
         tcp2base, jacobian = self._pose_and_jacobian(self._table)
         stopped = self.protective_stop
-        qd_des = np.zeros_like(self._q) if stopped else self._desired_velocity(h, tcp2base, jacobian)
-        if any(qd_des.tolist()):
-            qd_des = self._limit_speed(qd_des, jacobian)
-        change = _scaled(qd_des - self._qd, self._limits.joint_acceleration * h)
-        qd = self._qd + change
-        q = self._q + qd * h
+        if self._mode is _Mode.SPEED and not stopped:
+            # the ramp here, the rest of the period compiled where it is undamped (same bits)
+            twist = self._speed_twist(h)
+            limits = self._limits
+            period = speed_period(jacobian, twist, self._singular_threshold, self._speed_limit, limits.tcp_speed,
+                                  limits.tcp_angular_speed, self._qd, self._q, limits.joint_acceleration * h, h)
+            q, qd = period if period is not None else self._integrate(h, self._dls(jacobian, twist), jacobian)
+        else:
+            qd_des = np.zeros_like(self._q) if stopped else self._desired_velocity(h, tcp2base, jacobian)
+            q, qd = self._integrate(h, qd_des, jacobian)
         if not self._in_range(q):
             self.trigger_protective_stop("joint position limit")
             at_limit = (q < self._lower) | (q > self._upper)
@@ -75,6 +79,15 @@ class SimRobotControl:
         self._t += h
         if self._mode is _Mode.STOPPING and not any(qd.tolist()):
             self._mode = _Mode.IDLE
+
+    def _integrate(self, h: float, qd_des: np.ndarray, jacobian: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(q, q̇)`` after the period: ``qd_des`` within the speed limits, the change of ``q̇`` within
+        the acceleration limit, the Euler step."""
+        if any(qd_des.tolist()):
+            qd_des = self._limit_speed(qd_des, jacobian)
+        change = _scaled(qd_des - self._qd, self._limits.joint_acceleration * h)
+        qd = self._qd + change
+        return self._q + qd * h, qd
 
     def _desired_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
         if self._mode is _Mode.SPEED:
@@ -90,6 +103,9 @@ class SimRobotControl:
     def _dls(self, jacobian: np.ndarray, twist: np.ndarray) -> np.ndarray:
         """Joint velocity for a TCP twist; protective stop (and zero) if the exact solution needs
         a joint faster than its limit while the arm is near a singularity."""
+        undamped = undamped_dls(jacobian, twist, self._singular_threshold)  # outside the zone: compiled
+        if undamped is not None:
+            return undamped
         svd = thin_svd(jacobian)  # once for the test and the solution (np.linalg.svd's, compiled)
         if svd[1][-1] < self._singular_threshold:
             exact = kin.dls_from_svd(svd, twist)
@@ -109,6 +125,11 @@ class SimRobotControl:
         return vt.T @ (sigma / denominator * (u.T @ twist))
 
     def _speed_velocity(self, h: float, jacobian: np.ndarray) -> np.ndarray:
+        return self._dls(jacobian, self._speed_twist(h))
+
+    def _speed_twist(self, h: float) -> np.ndarray:
+        """The reference twist of this period: the command ramped at the acceleration (the
+        watchdog's zero command past its timeout); STOPPING once both are zero."""
         timeout = self._watchdog_timeout or 3.0 * self._command_time()
         if self._t - self._cmd_time > timeout + 1e-12:
             self._twist_cmd = np.zeros(6)
@@ -122,7 +143,7 @@ class SimRobotControl:
         self._twist_ref = self._twist_ref + factor * change
         if not any(self._twist_ref.tolist()) and not any(self._twist_cmd.tolist()):
             self._mode = _Mode.STOPPING
-        return self._dls(jacobian, self._twist_ref)
+        return self._twist_ref
 
     def _servo_velocity(self, h: float, tcp2base: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
         error = se3.pose_error(tcp2base, self._target)

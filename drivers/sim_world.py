@@ -50,6 +50,7 @@ from orbitree.drivers.sim_satellite import Fixture, SatelliteBody
 from orbitree.drivers.sim_world_records import Docking, PadContact, Push
 from orbitree.skills.board_model import BoardModel
 from orbitree.skills.contact import ContactModel, HookPull, clear_motion, solve_contact
+from orbitree.skills.pose_solve import solve_poses
 from orbitree.skills.satellite import pad_contact_force, tether_force
 
 __all__ = ["CONTACT_RANGE_M", "PUSH_STEP_M", "Docking", "PadContact", "Push", "SimWorld"]
@@ -229,7 +230,7 @@ class SimWorld:
             return False
         if dock.target is None or dock.real is None:
             return None
-        tool2board = np.linalg.solve(self.targets[dock.target], dock.real)
+        tool2board = solve_poses(self.targets[dock.target], dock.real)
         return Passive(float(tool2board[2, 3]), float(np.hypot(tool2board[0, 3], tool2board[1, 3])),
                        dock.hook_tension)
 

@@ -34,6 +34,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from orbitree.skills.pose_solve import solve_poses
 from orbitree.skills.rotation_bits import rotvec_of_rotation
 from orbitree.skills.se3 import check_pose
 
@@ -151,7 +152,7 @@ def envelope_error(
     docked = tcp2target_docked
     if docked is not _DOCKED:  # the default was checked once
         docked = check_pose(docked, "tcp2target_docked")
-    tcp2target = np.linalg.solve(target, tcp)
+    tcp2target = solve_poses(target, tcp)
     position = tcp2target[:3, 3] - docked[:3, 3]
     # three checked poses make a rotation: scipy's conversion with ``assume_valid``, bit for bit
     turn = rotvec_of_rotation(tcp2target[:3, :3] @ docked[:3, :3].T)

@@ -96,7 +96,7 @@ from orbitree.skills.contact_qp import (  # re-exported: the linearisation and t
     linearise_contacts,
     solve_deformation,
 )
-from orbitree.skills.se3 import check_pose, check_vector
+from orbitree.skills.se3 import check_fixed_pose, check_pose, check_vector
 
 __all__ = [
     "DEFAULT_STIFFNESS",
@@ -263,7 +263,8 @@ def solve_contact(
         previous_real_tcp2base = check_pose(previous_real_tcp2base, "previous_real_tcp2base")
         previous = None if previous_commanded_tcp2base is None else check_pose(
             previous_commanded_tcp2base, "previous_commanded_tcp2base")
-    passive2base = check_pose(passive2base, "passive2base")
+    # the passive body mostly stands still: its pose checked once (check_pose's result and errors)
+    passive2base = check_fixed_pose(passive2base, "passive2base")
     base2passive = _passive_inverse(passive2base)
     real = base2passive @ previous_real_tcp2base
     found, inside = _search(model, real)  # the first step's first search, and the check
@@ -281,6 +282,6 @@ def solve_contact(
     else:
         real_tcp2base = passive2base @ real
         wrench = model.stiffness * _deformation(cmd, real)
-    n_active = int((contacts.distances <= model.tolerance_m).sum())
+    n_active = int(np.count_nonzero(contacts.distances <= model.tolerance_m))  # the count, without a reduction
     tension = 0.0 if hook is None else hook.stiffness * max(0.0, float(real[2, 3]) - hook.depth)
     return ContactResult(real_tcp2base, wrench, contacts, n_active, iterations, converged, tension)

@@ -189,3 +189,6 @@ def warm_up() -> None:
     chain(fixed, np.zeros(6), np.eye(4), True, np.empty((8, 4, 4)), np.empty((6, 6)))
     fixed.flags.writeable = False  # the arm's table of fixed links is kept read-only: its own specialisation
     chain(fixed, np.zeros(6), np.eye(4), True, np.empty((8, 4, 4)), np.empty((6, 6)))
+    from orbitree.skills import pose_solve  # the poses' compiled solve, which the same ticks call
+
+    pose_solve.warm_up()

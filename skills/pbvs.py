@@ -74,8 +74,10 @@ def pbvs_error(board2cam: np.ndarray, board2cam_desired: np.ndarray) -> np.ndarr
     cam2desired = desired[:3, :3] @ current[:3, :3].T
     # both rotations passed check_pose, so their product is one (to what check_pose allows):
     # scipy's conversion with ``assume_valid``, bit for bit on Python floats (rotation_bits)
-    theta_u = rotvec_of_rotation(cam2desired)
-    return np.concatenate([current[:3, 3] - desired[:3, 3], theta_u])
+    rx, ry, rz = rotvec_of_rotation(cam2desired).tolist()
+    # numpy's subtractions and concatenation, on Python floats (a servo's error, every tick)
+    (cx, cy, cz), (dx, dy, dz) = current[:3, 3].tolist(), desired[:3, 3].tolist()
+    return np.array([cx - dx, cy - dy, cz - dz, rx, ry, rz])
 
 
 def _sinc(x: float) -> float:
@@ -166,10 +168,13 @@ def camera_velocity(
     # control_law(error, interaction_matrix(c_t_o, θu), λ) in closed form: L_e is block upper
     # triangular with L_θu θu = θu, so L_e⁻¹ e = (−(c_t_o − c*_t_o) + [c_t_o]× θu, θu) (the module
     # docstring); no (6, 6) matrix and no SVD per tick
-    (x, y, z), (a, b, c) = np.asarray(board2cam, dtype=float)[:3, 3], error[3:]
-    cross = np.array([y * c - z * b, z * a - x * c, x * b - y * a])  # np.cross's products, without its overhead
-    linear = lam * (error[:3] - cross)
-    return PbvsCommand(error, magnitude, lam, np.concatenate([linear, -lam * error[3:]]))
+    # (numpy's products, differences and concatenation, on Python floats: the same IEEE operations)
+    x, y, z = np.asarray(board2cam, dtype=float)[:3, 3].tolist()
+    e0, e1, e2, a, b, c = error.tolist()
+    cross = (y * c - z * b, z * a - x * c, x * b - y * a)  # np.cross's products
+    twist = np.array([lam * (e0 - cross[0]), lam * (e1 - cross[1]), lam * (e2 - cross[2]),
+                      -lam * a, -lam * b, -lam * c])
+    return PbvsCommand(error, magnitude, lam, twist)
 
 
 # ---------------------------------------------------------------------------- twists

@@ -116,8 +116,9 @@ class AdmittanceLoop:
         # the law goes on from what the arm is told, not from beyond the limits (no wind-up)
         self.twist = saturate_twist(twist, self.max_speed, self.max_angular_speed)
         # np.allclose(twist, self.twist) for finite twists (saturate_twist takes no other), without
-        # its isclose machinery
-        close = bool((np.abs(twist - self.twist) <= 1e-8 + 1e-5 * np.abs(self.twist)).all())
+        # its isclose machinery: its operations per axis, on Python floats
+        close = all(abs(a - b) <= 1e-8 + 1e-5 * abs(b)
+                    for a, b in zip(twist.tolist(), self.twist.tolist(), strict=True))
         self.offset = self.offset + self.period * self.twist if not close else offset
         return self.twist
 

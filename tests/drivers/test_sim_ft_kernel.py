@@ -62,3 +62,24 @@ def test_sensor_readings_follow_the_kernel_through_a_run_of_ticks() -> None:
         reference._t += count * reference._h
         reference._true = new
         assert sensor.reading().tobytes() == output.tobytes()
+
+
+def test_drift_and_filter_is_the_drift_step_then_the_filter_on_the_draws_after_it() -> None:
+    from orbitree.drivers.sim_ft_kernel import drift_and_filter
+
+    rng = np.random.default_rng(8)
+    limit = np.repeat([100.0, 10.0], 3)
+    for _ in range(500):
+        count = int(rng.integers(1, 7))
+        span = float(rng.uniform(0.5, 1.2)) * count * 0.002
+        start, new = rng.normal(0, 60, 6), rng.normal(0, 60, 6)
+        offset, noise, output = rng.normal(0, 3, 6), rng.uniform(0.1, 9, 6), rng.normal(0, 50, 6)
+        walk, draws = rng.uniform(0.0, 0.01, 6), rng.normal(size=(count + 1, 6))
+        alpha = float(rng.uniform(0.05, 1.0))
+        drifted = offset + draws[0] * walk * np.sqrt(count)  # FTSensor.advance's numpy statement
+        got_offset, got_output = drift_and_filter(start, new, count, 0.002, span, offset, draws, walk,
+                                                  float(np.sqrt(count)), noise, limit, output, alpha)
+        assert got_offset.tobytes() == drifted.tobytes()
+        expected = _numpy_filter(start, new, count, 0.002, span, drifted, draws[1:], noise, True, limit, output,
+                                 alpha)
+        assert got_output.tobytes() == expected.tobytes()

@@ -10,7 +10,7 @@ import pytest
 
 from orbitree.drivers.sim_robot import UR10E_HOME_Q, SimRobot
 from orbitree.drivers.sim_robot_control import _scaled
-from orbitree.drivers.sim_robot_svd import matches_numpy, thin_svd
+from orbitree.drivers.sim_robot_svd import matches_numpy, thin_svd, undamped_dls
 from orbitree.skills import kinematics as kin
 
 
@@ -84,3 +84,50 @@ def test_compiled_svd_is_numpys_bit_for_bit_on_the_arms_jacobians() -> None:
             assert a.tobytes() == b.tobytes() and a.flags.c_contiguous and b.flags.c_contiguous
         twist = rng.normal(0.0, 0.05, 6)  # and a product with them sums as numpy's did
         assert (got[2].T @ (got[0].T @ twist)).tobytes() == (expected[2].T @ (expected[0].T @ twist)).tobytes()
+
+
+def test_compiled_undamped_dls_is_the_controllers_numpy_expression_and_leaves_the_damped_zone_to_it() -> None:
+    robot = SimRobot(damping=0.05, singular_threshold=0.05)
+    rng = np.random.default_rng(11)
+    taken = declined = 0
+    for k in range(200):
+        q = UR10E_HOME_Q + rng.normal(0.0, 0.8, 6)
+        if k % 8 == 0:
+            q[4] = rng.normal(0.0, 0.01)  # near the wrist singularity: the damped zone
+        jacobian = kin.geometric_jacobian(robot._table, q, robot._tool)
+        twist = rng.normal(0.0, 0.05, 6)
+        u, sigma, vt = np.linalg.svd(jacobian, full_matrices=False)
+        got = undamped_dls(jacobian, twist, 0.05)
+        if sigma[-1] < 0.05:
+            assert got is None
+            declined += 1
+            continue
+        assert got is not None and got.flags.c_contiguous
+        assert got.tobytes() == (vt.T @ (sigma / (sigma**2 + 0.0**2) * (u.T @ twist))).tobytes()
+        assert got.tobytes() == kin.dls_from_svd((u, sigma, vt), twist, 0.05, singular_threshold=0.05).tobytes()
+        taken += 1
+    assert taken >= 150 and declined >= 20
+    assert undamped_dls(jacobian, np.zeros(6, dtype=int), 0.05) is None  # not a float twist: numpy's path
+
+
+def _speed_run(seed: int) -> list[bytes]:
+    """The joints of an arm driven by drawn speed_l commands (slow, fast: every limit binding),
+    period by period."""
+    robot = SimRobot(damping=0.05, singular_threshold=0.05, period=0.002)
+    rng = np.random.default_rng(seed)
+    states = []
+    for k in range(150):
+        if k % 25 != 24:  # a pause now and then: the watchdog's ramp to rest
+            robot.speed_l(rng.normal(0.0, (0.05, 0.6, 3.0)[k % 3], 6), acceleration=(0.5, 5.0)[k % 2])
+        robot.step(0.008)
+        states.append(robot.q.tobytes() + robot._qd.tobytes())
+    return states
+
+
+def test_compiled_speed_period_moves_the_arm_as_the_controllers_numpy_code(monkeypatch) -> None:
+    from orbitree.drivers import sim_robot_control, sim_robot_svd
+
+    assert sim_robot_svd.period_matches_numpy(count=300, seed=6)
+    compiled = [_speed_run(seed) for seed in (1, 2)]
+    monkeypatch.setattr(sim_robot_control, "speed_period", lambda *args: None)
+    assert compiled == [_speed_run(seed) for seed in (1, 2)]

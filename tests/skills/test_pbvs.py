@@ -13,6 +13,7 @@ from scipy.spatial.transform import Rotation
 
 from orbitree.skills import pbvs, se3
 from orbitree.skills.gain import AdaptiveGain
+from orbitree.skills.rotation_bits import rotvec_of_rotation
 
 MM = 1e-3
 
@@ -330,3 +331,21 @@ def test_camera_velocity_is_the_law_with_the_whole_interaction_matrix() -> None:
         reference = pbvs.control_law(command.error, interaction, 0.7)
         worst = max(worst, float(np.abs(command.twist - reference).max() / np.abs(reference).max()))
     assert worst < 1e-12
+
+
+def test_camera_velocity_on_floats_is_numpys_closed_form_bit_for_bit():
+    # the error and the twist as numpy computes them (subtraction, np.cross, concatenation)
+    rng = np.random.default_rng(21)
+    for k in range(300):
+        board2cam, desired = np.eye(4), np.eye(4)
+        board2cam[:3, :3] = Rotation.from_rotvec(rng.normal(0.0, 1e-4 if k % 3 == 0 else 0.8, 3)).as_matrix()
+        board2cam[:3, 3] = rng.normal(0.0, 0.3, 3)
+        desired[:3, :3] = Rotation.from_rotvec(rng.normal(0.0, 0.3, 3)).as_matrix()
+        desired[:3, 3] = rng.normal(0.0, 0.3, 3)
+        error = np.concatenate([board2cam[:3, 3] - desired[:3, 3],
+                                rotvec_of_rotation(desired[:3, :3] @ board2cam[:3, :3].T)])
+        lam = 0.4 + k / 300.0
+        twist = np.concatenate([lam * (error[:3] - np.cross(board2cam[:3, 3], error[3:])), -lam * error[3:]])
+        command = pbvs.camera_velocity(board2cam, desired, lam)
+        assert command.error.tobytes() == error.tobytes()
+        assert command.twist.tobytes() == twist.tobytes()
