@@ -7,7 +7,10 @@ clock on a shared machine), with parts of the executive taken away one after the
 * ``no log file``: the same without a log file (no formatting, header, footer, file writes);
 * ``no tick record``: besides, ``TickLog.write`` replaced by a stub (no change look-up);
 * ``no timer``: besides, the per-node timer replaced by py_trees' ``tick_once``;
-* ``bare``: py_trees' ``tick_once`` in a plain loop.
+* ``bare, muted``: py_trees' ``tick_once`` in a plain loop, the nodes' debug muted as the
+  executive mutes it during a run (orbitree/runtime/quiet.py);
+* ``bare``: py_trees' ``tick_once`` in a plain loop, py_trees' own loggers (a negative part: what
+  muting the debug calls saves).
 
 Each step's difference is what the part taken away cost per tick (the stubs themselves cost a
 call each, ~0.1 µs). Variants alternate within each round; medians over the rounds.
@@ -72,6 +75,7 @@ def main() -> None:
             "no log file": lambda: executive(mission, args.ticks, None),
             "no tick record": lambda: executive(mission, args.ticks, None, record=False),
             "no timer": lambda: executive(mission, args.ticks, None, record=False, timer=False),
+            "bare, muted": lambda: bare(mission, args.ticks, clock=time.process_time, muted=True),
             "bare": lambda: bare(mission, args.ticks, clock=time.process_time),
         }
         times: dict[str, list[float]] = {name: [] for name in variants}
@@ -92,6 +96,7 @@ _PARTS = {
     "no log file": "the tick records (which nodes changed, blackboard values, events)",
     "no tick record": "the per-node timer (a clock reading per node, self times)",
     "no timer": "the loop, the run's setup and summary, garbage collection",
+    "bare, muted": "py_trees' debug calls muted (negative: a saving)",
 }
 
 

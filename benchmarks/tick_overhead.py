@@ -6,6 +6,12 @@ times, advancing mission time identically. "bare" calls ``root.tick_once()`` in 
 timing, status-change scanning and snapshots (no view attached). Runs alternate, and the median
 per-tick time over the runs is reported for each side, with the ratio.
 
+During a run the executive gives the tree's nodes a logger whose ``debug`` does nothing (unless
+py_trees' logging level is DEBUG: orbitree/runtime/quiet.py), while the bare loop keeps py_trees'
+loggers, which test py_trees' level at each of the ~10 debug calls of a tick: part of the ratio
+comes from that. The third figure is the bare loop with the nodes' debug muted the same way, and
+the ratio against it is the executive's cost without that saving.
+
     python benchmarks/tick_overhead.py [--ticks 3000] [--runs 7]
 """
 
@@ -24,6 +30,7 @@ from orbitree.behaviours.catalogue import load_mission
 from orbitree.nodes.build import build_tree
 from orbitree.nodes.context import Context
 from orbitree.runtime.executive import Executive
+from orbitree.runtime.quiet import quiet_debug
 
 # statuses changing every few ticks, children stopped by their parents (the inverter's, the
 # retry's, the reactive fallback's), feedback counting down, a blackboard key written per cycle
@@ -68,10 +75,14 @@ tree:
         children:{cycles}"""
 
 
-def bare(mission, ticks: int, clock=time.perf_counter) -> float:
+def bare(mission, ticks: int, clock=time.perf_counter, muted: bool = False) -> float:
+    """Seconds per tick of ``tick_once`` in a loop; ``muted``: the nodes' debug muted as the
+    executive mutes it during a run."""
     py_trees.blackboard.Blackboard.clear()
     ctx = Context(period=1.0 / mission.model.rate_hz)
     tree = build_tree(mission.root, ctx)
+    if muted:
+        quiet_debug(tree.behaviours)
     for key, value in mission.model.blackboard.items():
         py_trees.blackboard.Blackboard.set(key, value)
     start = clock()
@@ -109,17 +120,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         mission = bench_mission(Path(tmp), args.ticks)
         n_nodes = len(mission.nodes())
-        bare_s, exec_s = [], []
+        bare_s, exec_s, muted_s = [], [], []
         for _ in range(args.runs):
             bare_s.append(bare(mission, args.ticks))
             exec_s.append(executive(mission, args.ticks, Path(tmp) / "run.jsonl"))
+            muted_s.append(bare(mission, args.ticks, muted=True))
         log_kb = (Path(tmp) / "run.jsonl").stat().st_size / 1024
     b, e = statistics.median(bare_s) * 1e6, statistics.median(exec_s) * 1e6
+    m = statistics.median(muted_s) * 1e6
     print(f"tree: {n_nodes} nodes, {args.ticks} ticks per run, {args.runs} runs (median)")
     print(f"bare py_trees tick:         {b:8.1f} us/tick")
     print(f"executive (recorder on):    {e:8.1f} us/tick   (log {log_kb:.0f} KiB per run)")
+    print(f"bare, nodes' debug muted:   {m:8.1f} us/tick   (as the executive mutes it)")
     print(f"ratio executive / bare:     {e / b:8.2f}")
     print(f"executive overhead:         {e - b:8.1f} us/tick")
+    print(f"ratio executive / muted:    {e / m:8.2f}")
 
 
 if __name__ == "__main__":

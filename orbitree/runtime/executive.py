@@ -45,6 +45,7 @@ from orbitree.runtime.clock import Clock, SimClock, WallClock
 from orbitree.runtime.devices import RobotDevice, build_devices, is_simulated
 from orbitree.runtime.lifecycle import Lifecycle
 from orbitree.runtime.profile import LoopTimes
+from orbitree.runtime.quiet import quiet_debug
 from orbitree.runtime.recorder import Recorder
 from orbitree.runtime.run_records import RunRecords
 from orbitree.runtime.safety import SafetyMonitor
@@ -228,6 +229,7 @@ class Executive(Lifecycle, RunRecords):
         recorder.write(header)
         for view in self.views:
             view.start(header)
+        loud = quiet_debug(self._nodes)  # py_trees' debug messages, unless its level is DEBUG
         try:
             self._setup()
             clock.start()
@@ -331,6 +333,7 @@ class Executive(Lifecycle, RunRecords):
                 # perception workers end with the run
                 for work in self._offloads() if offloads is None else offloads:
                     work.close()
+                loud()
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses, final=True)

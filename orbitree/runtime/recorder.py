@@ -29,6 +29,7 @@ import dataclasses
 import enum
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,11 +69,40 @@ def to_jsonable(value: Any) -> Any:
 
 
 _ENCODER = json.JSONEncoder(default=to_jsonable, separators=(",", ":"))  # json.dumps's, made once
+_THREAD = threading.local()  # each thread's C encoder (``_c_encoder``)
 
 
 def dumps(record: dict[str, Any]) -> str:
-    """``json.dumps(record, default=to_jsonable, separators=(",", ":"))``."""
-    return _ENCODER.encode(record)
+    """``json.dumps(record, default=to_jsonable, separators=(",", ":"))``.
+
+    ``JSONEncoder.encode`` makes a C encoder (``json.encoder.c_make_encoder``) for each object it
+    encodes, with these very arguments, and joins what it returns; here each thread keeps its
+    one (~1 µs less per record's object: the tick log encodes a few per tick on a mission with
+    arms). The same C code writes the same text.
+    """
+    try:
+        encode, markers = _THREAD.encoder
+    except AttributeError:
+        encode, markers = _THREAD.encoder = _c_encoder()
+    if encode is None:  # no C accelerator in this Python
+        return _ENCODER.encode(record)
+    try:
+        return "".join(encode(record, 0))
+    except BaseException:
+        markers.clear()  # the containers being encoded when it raised (circular references' check)
+        raise
+
+
+def _c_encoder() -> tuple[Any, dict[int, Any]]:
+    """A C encoder made as ``_ENCODER.iterencode(o, _one_shot=True)`` makes it, and its dict of
+    the containers being encoded (empty between two calls)."""
+    markers: dict[int, Any] = {}
+    make = json.encoder.c_make_encoder
+    if make is None or _ENCODER.indent is not None or not _ENCODER.check_circular or not _ENCODER.ensure_ascii:
+        return None, markers
+    return make(markers, _ENCODER.default, json.encoder.encode_basestring_ascii, _ENCODER.indent,
+                _ENCODER.key_separator, _ENCODER.item_separator, _ENCODER.sort_keys, _ENCODER.skipkeys,
+                _ENCODER.allow_nan), markers
 
 
 def decimal_text(x: float, digits: int) -> str:

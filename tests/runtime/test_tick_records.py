@@ -121,3 +121,42 @@ def test_a_node_the_timer_does_not_know_is_timed_in_its_spare_slot_and_never_log
     assert timer._count[-1] == 3  # the stranger's ticks, in the spare slot
     assert set(timer.report_us()) == {0, 1}
     assert log._last_status == [py_trees.common.Status.SUCCESS] * 2
+
+
+def test_dumps_writes_what_json_dumps_writes_in_every_thread_and_after_an_error():
+    """``dumps`` keeps one C encoder per thread rather than one per call: the same text as
+    ``json.dumps`` with the log's options, and a refused object (a cycle) leaves it usable."""
+    import threading
+
+    import numpy as np
+
+    from orbitree.runtime.recorder import to_jsonable
+
+    draws = random.Random(4)
+    objects = [{"a": 1, "b": [1.5, float("nan"), float("inf"), -float("inf"), 1e300, -0.0], "c": 'µ"\\\n',
+                "d": np.arange(3), "e": np.float32(0.1), "f": None, "g": True, 1: 2, 2.5: "x", "h": (1, 2),
+                "i": {"nested": [{"deep": "ü"}]}, "j": np.zeros((10, 10)), "k": {1, 2}},
+               "a string µ", 3, 1.25, [], {}, [draws.uniform(-1e6, 1e6) for _ in range(1000)]]
+    expected = [json.dumps(o, default=to_jsonable, separators=(",", ":")) for o in objects]
+    cycle: list = []
+    cycle.append(cycle)
+    wrong: list = []
+
+    def check():
+        for _ in range(200):
+            if [dumps(o) for o in objects] != expected:
+                wrong.append(threading.current_thread().name)
+            try:
+                dumps({"x": [cycle]})
+                wrong.append("a cycle encoded")
+            except ValueError:
+                pass
+
+    threads = [threading.Thread(target=check) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    check()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert dumps({"k": [1, 2]}) == '{"k":[1,2]}'
