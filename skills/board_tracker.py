@@ -86,11 +86,8 @@ class BoardTracker:
     Before any detection, the markers of the last frame are aligned by ECC (the fine pass, then
     coarse + fine where it fails) straight from the corners the prediction gives them: the
     result is taken when every one is inside the image, correlates with its pattern by at least
-    ``track_min_correlation`` and the pose explains them all within ``max_marker_rms_px`` or
-    ``track_rms_ratio`` times the RMS error of the track's last detection, the larger (a wrong
-    prediction or a marker hidden since fails this and the frame is detected; an error in the
-    lens model leaves a residual that grows as the board comes closer, which the detection of
-    the same frame would have too). Without
+    ``track_min_correlation`` and the pose explains them all within ``max_marker_rms_px``
+    (a wrong prediction or a marker hidden since fails this and the frame is detected). Without
     ``prior`` the prediction is the last pose moved again by the motion between the two frames
     before (constant velocity per frame). ECC ends where it would from detected corners, so the
     accuracy is the same; detection, a third of the time left, is skipped. ECC starts from the
@@ -122,7 +119,6 @@ class BoardTracker:
         threshold_window_cells: float = 1.5,
         detect_side_px: float = 64.0,
         track_min_correlation: float = 0.85,
-        track_rms_ratio: float = 1.5,
         coarse_search: bool = True,
     ) -> None:
         self.board = board
@@ -134,7 +130,7 @@ class BoardTracker:
         self.roi_margin, self.min_margin_px = roi_margin, min_margin_px
         self.max_roi_fraction, self.threshold_window_cells = max_roi_fraction, threshold_window_cells
         self.detect_side_px, self.track_min_correlation = detect_side_px, track_min_correlation
-        self.coarse_search, self.track_rms_ratio = coarse_search, track_rms_ratio
+        self.coarse_search = coarse_search
         self.detector = make_detector(board, self.config)
         self._roi_params = self.detector.getDetectorParameters()
         self._roi_detector = make_detector(board, self.config)
@@ -166,7 +162,6 @@ class BoardTracker:
         self._maps: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray] | None] | None = None
         self.last: BoardPose | None = None
         self._before_last: np.ndarray | None = None
-        self._detected_rms = 0.0  # the RMS reprojection error of the track's last detection (px)
         self.searches = {"track": 0, "roi": 0, "full": 0}
 
     def reset(self) -> None:
@@ -200,7 +195,6 @@ class BoardTracker:
                                           np.asarray(predicted, dtype=np.float64), corner_noise_px, rng)
             if found is not None:
                 self.searches["track"] += 1
-        tracked = found
         if found is None and source is not None:
             gray = to_gray(source.image)  # searching: the whole image
         if found is None and predicted is not None:
@@ -224,8 +218,6 @@ class BoardTracker:
                                        self.config, predicted, corner_noise_px, rng, self._templates,
                                        maps)
         self._before_last = None if found is None or self.last is None else self.last.board2cam
-        if found is not None and found is not tracked:
-            self._detected_rms = found.reprojection_error_px
         self.last = found
         return found
 
@@ -266,7 +258,7 @@ class BoardTracker:
         """The pose from the last frame's markers aligned by ECC straight from their predicted
         corners, no detection; None (detect) unless every one of them is in the image, aligns with
         a correlation of at least ``track_min_correlation`` and the pose explains them all within
-        the tolerance (see the class). ``image``: grey, or a source asked for the windows ECC reads."""
+        ``max_marker_rms_px``. ``image``: grey, or a source asked for the windows ECC reads."""
         ids, obj = self._track_points(self.last.marker_ids)
         cam = obj @ predicted[:3, :3].T + predicted[:3, 3]
         if min(cam[:, 2].tolist()) <= 1e-3:
@@ -300,8 +292,8 @@ class BoardTracker:
             return None
         found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, config, predicted,
                                  corner_noise_px, rng, obj)
-        if (found is None or found.marker_ids != self.last.marker_ids or found.reprojection_error_px
-                > max(config.max_marker_rms_px, self.track_rms_ratio * self._detected_rms)):
+        if (found is None or found.marker_ids != self.last.marker_ids
+                or found.reprojection_error_px > config.max_marker_rms_px):
             return None
         return found
 
