@@ -262,6 +262,7 @@ def _sim_devices(robots, targets, ctx, seed, base_dir=Path()):
     from orbitree.drivers.sim_latch import SimLatch
     from orbitree.drivers.sim_robot import SimRobot, SimRobotLimits
     from orbitree.drivers.sim_world import SimWorld
+    from orbitree.runtime.warm import warm_once
     from orbitree.skills.board_model import sirom_board_model
     from orbitree.skills.contact_geometry import sirom_passive
 
@@ -350,6 +351,7 @@ def _sim_devices(robots, targets, ctx, seed, base_dir=Path()):
         devices.append(RobotDevice(name, spec, driver, camera, ctx, latch, base_dir, tracker))
     realtime = any(spec.driver == "ur-emulated" for spec in robots.values())
     devices.append(SimWorldDevice(world, now=(lambda: ctx.now) if realtime else None))
+    warm_once()  # the compiled kernels loaded now, not by their first call in a tick
     return devices, world
 
 
