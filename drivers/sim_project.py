@@ -10,8 +10,11 @@ it with a zero rotation and translation (``1 * X + 0 * Y + 0 * Z + 0``: the iden
 product, kept for its rounding of signed zeros): ``x = X / Z`` (``Z`` zero: 1), ``r2 = x^2 + y^2``,
 ``cdist = 1 + k1 r2 + k2 r2^2 + k3 r2^3``, ``xd = x cdist + p1 2xy + p2 (r2 + 2x^2)``, ``yd = y cdist +
 p1 (r2 + 2y^2) + p2 2xy`` (the rational and thin-prism terms' zero coefficients add exact zeros),
-``u = xd fx + cx``, ``v = yd fy + cy``. Any other lens goes through ``cv2.projectPoints``. The tests
-compare the two on the flagship's lens and random ones.
+``u = xd fx + cx``, ``v = yd fy + cy``. Any other lens goes through ``cv2.projectPoints``, and so does
+every lens if the process's first call finds one bit differing from ``cv2.projectPoints`` on drawn
+lenses and points (:func:`matches_opencv`: another OpenCV build, or one compiled with fused
+multiply-adds, may round differently). The tests compare the two on the flagship's lens and random
+ones.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ __all__ = ["project_points", "warm_up"]
 
 _LENSES: dict[tuple, tuple | None] = {}  # a lens (its arrays' shape and bytes) -> kernel args or None
 _LENSES_MAX = 64
+_UNKNOWN = object()
+_MATCHES: list[bool] = []  # [whether the kernel gives cv2.projectPoints' bits], checked once per process
 
 
 def project_points(points_cam: np.ndarray, camera_matrix: np.ndarray, dist_coeffs: np.ndarray) -> np.ndarray:
@@ -31,7 +36,9 @@ def project_points(points_cam: np.ndarray, camera_matrix: np.ndarray, dist_coeff
     zero rotation and translation, bit for bit (see the module)."""
     points = np.ascontiguousarray(points_cam, dtype=np.float64)
     lens = _lens(camera_matrix, dist_coeffs)
-    if lens is None or points.ndim != 2 or points.shape[1] != 3:
+    if not _MATCHES:
+        _MATCHES.append(matches_opencv())
+    if lens is None or points.ndim != 2 or points.shape[1] != 3 or not _MATCHES[0]:
         px, _ = cv2.projectPoints(points, np.zeros(3), np.zeros(3), camera_matrix, dist_coeffs)
         return px.reshape(-1, 2)
     return _project(points, *lens)
@@ -43,8 +50,9 @@ def _lens(camera_matrix: np.ndarray, dist_coeffs: np.ndarray) -> tuple | None:
     k = np.asarray(camera_matrix, dtype=np.float64)
     dist = np.asarray(dist_coeffs, dtype=np.float64).ravel()
     key = (k.shape, k.tobytes(), dist.tobytes())
-    if key in _LENSES:
-        return _LENSES[key]
+    known = _LENSES.get(key, _UNKNOWN)  # (one look-up: another thread may empty the dict)
+    if known is not _UNKNOWN:
+        return known
     lens = None
     plain = k.shape == (3, 3) and k[0, 1] == 0.0 and k[1, 0] == 0.0 and tuple(k[2]) == (0.0, 0.0, 1.0)
     if plain and len(dist) in (4, 5):
@@ -56,11 +64,31 @@ def _lens(camera_matrix: np.ndarray, dist_coeffs: np.ndarray) -> tuple | None:
     return lens
 
 
+def matches_opencv(count: int = 20, seed: int = 0) -> bool:
+    """Whether :func:`_project` gives ``cv2.projectPoints``' pixels bit for bit on ``count`` drawn
+    lenses of the kind it models, 64 points each (in front of the camera, behind it, on its plane)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        f = rng.uniform(300.0, 2000.0)
+        k = np.array([[f * rng.uniform(0.98, 1.02), 0.0, rng.uniform(300.0, 700.0)],
+                      [0.0, f, rng.uniform(200.0, 400.0)], [0.0, 0.0, 1.0]])
+        dist = rng.normal(0.0, [0.2, 0.1, 0.002, 0.002, 0.05])
+        points = rng.normal(0.0, 0.3, (64, 3))
+        points[:, 2] = rng.uniform(-0.5, 2.0, 64)
+        points[0, 2] = 0.0
+        expected, _ = cv2.projectPoints(points, np.zeros(3), np.zeros(3), k, dist)
+        if expected.reshape(-1, 2).tobytes() != _project(points, *_lens(k, dist)).tobytes():
+            return False
+    return True
+
+
 def warm_up() -> None:
     """Compile :func:`_project` (a second or two, once per install: numba caches the machine code
-    next to this file) or load it (a fresh process), outside any frame: the sim camera's ray table
-    (``ScenePainter._ray_table``) calls it."""
+    next to this file) or load it (a fresh process), and make the process's check, outside any
+    frame: the sim camera's ray table (``ScenePainter._ray_table``) calls it."""
     _project(np.ones((1, 3)), 500.0, 500.0, 320.0, 240.0, -0.1, 0.01, 0.001, 0.001, 0.0)
+    if not _MATCHES:
+        _MATCHES.append(matches_opencv())
 
 
 @numba.njit(cache=True)

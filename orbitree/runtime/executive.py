@@ -329,11 +329,13 @@ class Executive(Lifecycle, RunRecords):
             try:
                 self.injector.finish(clock.now)  # the drivers are themselves again for the halt
             finally:
-                halted = self._halt()
-                # perception workers end with the run
-                for work in self._offloads() if offloads is None else offloads:
-                    work.close()
-                loud()
+                try:
+                    halted = self._halt()
+                    # perception workers end with the run
+                    for work in self._offloads() if offloads is None else offloads:
+                        work.close()
+                finally:
+                    loud()  # the nodes' own loggers back, however the halt ends
             self.ctx.event("halt", reason=reason, stopped_drivers=[d.name for d in self.drivers])
             if halted or self.ctx.events:
                 ticks.write(clock.ticks, clock.now, 0.0, clock.deadline_misses, final=True)

@@ -8,8 +8,9 @@ import cv2
 import numpy as np
 import pytest
 
+import orbitree.drivers.sim_project as sim_project
 from orbitree.drivers.sim_camera import DEFAULT_DISTORTION, SimCamera
-from orbitree.drivers.sim_project import _lens, project_points
+from orbitree.drivers.sim_project import _lens, matches_opencv, project_points
 
 
 def _opencv(points: np.ndarray, camera_matrix: np.ndarray, dist: np.ndarray) -> np.ndarray:
@@ -68,3 +69,22 @@ def test_a_lens_changed_in_place_projects_with_its_new_values():
     after = project_points(points, camera_matrix, dist)
     np.testing.assert_array_equal(after, _opencv(points, camera_matrix, dist))
     assert np.abs(after - before).max() > 1.0
+
+
+def test_the_kernel_is_used_only_where_the_process_check_found_opencv_bits(monkeypatch):
+    """The first call checks the kernel against cv2.projectPoints on drawn lenses (this install:
+    equal); a process whose check failed projects every lens with OpenCV."""
+    assert matches_opencv()
+    calls = []
+    kernel = sim_project._project
+    monkeypatch.setattr(sim_project, "_project", lambda *a: calls.append(1) or kernel(*a))
+    camera_matrix = np.array([[800.0, 0.0, 640.0], [0.0, 800.0, 360.0], [0.0, 0.0, 1.0]])
+    dist = np.array([-0.06, 0.08, 4e-4, -3e-4, -0.02])
+    points = _points(np.random.default_rng(7), 200, 0.4)
+    project_points(points, camera_matrix, dist)
+    assert calls  # the check passed: the kernel projects
+    calls.clear()
+    monkeypatch.setattr(sim_project, "_MATCHES", [False])
+    opencv = _opencv(points, camera_matrix, dist)
+    np.testing.assert_array_equal(project_points(points, camera_matrix, dist), opencv)
+    assert not calls

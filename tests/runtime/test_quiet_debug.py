@@ -62,3 +62,21 @@ def test_a_logger_of_the_users_own_is_kept(tmp_path, monkeypatch):
     ex.run()
     assert ex.tree.root.logger is mine
     assert seen.count("Sequence.tick()") >= 12
+
+
+def test_the_nodes_get_their_loggers_back_when_the_halt_raises(tmp_path, monkeypatch):
+    """A halt that raises (a leaf's terminate failing) still gives every node its own logger back."""
+    ex = Executive(load_mission(write_mission(tmp_path, TREE, RATE), registry=TEST_REGISTRY))
+    before = [node.logger for node in ex.tree.behaviours]
+
+    def failing_halt():
+        raise RuntimeError("a leaf's terminate failed")
+
+    monkeypatch.setattr(ex, "_halt", failing_halt)
+    try:
+        ex.run()
+    except RuntimeError as error:
+        assert "terminate failed" in str(error)
+    else:
+        raise AssertionError("the halt's error was swallowed")
+    assert [node.logger for node in ex.tree.behaviours] == before
