@@ -91,6 +91,9 @@ class FaultInjector:
         self.state_sensors: dict[str, FaultyStateSensor] = {}  # by target
         self._entries: list[ScheduledFault] = []
         self.revision = 0  # counts the faults started and ended (the executive republishes on a change)
+        # nothing scheduled and no arm to deliver to: before_tick and after_tick have nothing to
+        # do (the executive then calls neither); False from the first arm or fault on
+        self.idle = True
         self._overruns: dict[int, _Overrun] = {}  # by node id
         self._ctx: Context | None = None
         self._arms: list[Arm] = []
@@ -110,6 +113,7 @@ class FaultInjector:
             robot = FaultyRobot(device.driver, clock)
             device.replace_driver(robot)  # the recorder journals, then the fault acts
             self.robots[name] = robot
+            self.idle = False
             if device.camera is not None:
                 device.camera = self.cameras[name] = FaultyCamera(
                     device.camera, clock, boards=self._boards(ctx), seed=[self.seed, 7, i]
@@ -146,6 +150,7 @@ class FaultInjector:
         nodes = find_nodes(self._tree.specs, fault.when_node) if fault.when_node is not None else []
         entry = ScheduledFault(len(self._entries), fault, robot, target, nodes, fault.at)
         self._entries.append(entry)
+        self.idle = False
         if isinstance(fault, TickOverrunFault):
             for node in find_nodes(self._tree.specs, fault.node):
                 if node not in self._overruns:

@@ -181,3 +181,45 @@ def test_paced_run_collects_garbage_between_ticks_and_restores_the_collector(tmp
     assert not any(enabled_in_tick)
     assert len(collected) >= 200 * (len(enabled_in_tick) - 5)  # all but the last few ticks' cycles
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_run_freezes_the_heap_it_starts_with_and_leaves_the_collector_as_it_found_it(tmp_path):
+    """During a run the heap that existed before it is out of the collector's passes (gc.freeze),
+    whatever way the run ends; a heap someone else froze stays frozen, and is not unfrozen by the
+    run. Garbage made during the run is still collected."""
+    import gc
+    import weakref
+
+    frozen, collected = [], []
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    def watch(ctx):
+        frozen.append(gc.get_freeze_count())
+        for _ in range(100):
+            weakref.finalize(Cycle(), collected.append, 1)
+        return []
+
+    before = gc.get_freeze_count()
+    assert before == 0
+    result, _ = run(tmp_path, "wait: 0.2 s", extra="rate_hz: 100\n", safety=[watch])
+    assert result.status == "SUCCESS"
+    assert min(frozen) > 1000  # the modules, the tree: thousands of objects out of the passes
+    assert len(collected) >= 100 * (len(frozen) - 5)  # the cycles made in the ticks were collected
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    # the run ends with an exception in a leaf: unfrozen as well
+    result, _ = run(tmp_path, "explode: {after: 2}")
+    assert result.status == "ABORTED" and gc.get_freeze_count() == 0
+    # frozen by someone else before the run: left frozen, the same objects
+    gc.freeze()
+    try:
+        theirs = gc.get_freeze_count()
+        frozen.clear()
+        run(tmp_path, "wait: 0.1 s", extra="rate_hz: 100\n", safety=[watch])
+        # (a frozen object freed leaves the count: nothing added, nothing unfrozen)
+        assert frozen and theirs - 100 < min(frozen) <= max(frozen) <= theirs
+        assert theirs - 100 < gc.get_freeze_count() <= theirs
+    finally:
+        gc.unfreeze()
