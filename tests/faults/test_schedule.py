@@ -278,3 +278,22 @@ def test_faults_that_never_started_are_reported_in_the_summary_and_warned_about(
     assert main(["run", str(tmp_path / "m.yaml"), "--view", "none"]) == 0
     err = capsys.readouterr().err
     assert "warning: fault ft_dropout (at 20 s) was never injected: due at 20 s" in err
+
+
+def test_an_injector_with_nothing_to_do_is_idle_and_a_fault_of_a_mission_without_arms_still_fires(tmp_path):
+    """The loop skips the injector's hooks while it is idle (no fault scheduled, no arm): a
+    mission without arms and without faults leaves it idle; one fault, triggered by a node's
+    status, makes it busy and fires on time."""
+    _, _, quiet = run(tmp_path, TWO_WAITS, "")
+    assert quiet.injector.idle and quiet.injector.records == []
+    faults = """
+faults:
+  - {when: second RUNNING, kind: tick_overrun, node: second, delay: 10 ms, for: 200 ms}
+"""
+    result, _, busy = run(tmp_path, TWO_WAITS, faults)
+    assert not busy.injector.idle
+    assert result.status == "SUCCESS"
+    # 'second' starts RUNNING at 0.5 s; the fault starts on the next tick and lasts 0.2 s
+    assert [(f["start"], f["end"]) for f in result.summary["faults"]] == [(0.6, 0.8)]
+    _, _, armed = run(tmp_path, TWO_WAITS, ARM)
+    assert not armed.injector.idle  # an arm: commands to deliver each tick
