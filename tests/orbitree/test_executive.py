@@ -156,24 +156,35 @@ def test_per_node_tick_time_is_reported_for_every_ticked_node(tmp_path):
     assert all(t["max"] >= t["mean"] > 0 for t in timing.values())
 
 
+class Cycle:
+    """An object in a reference cycle: only the cyclic garbage collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def garbage_hook(cycles, collected, look):
+    """A safety hook that calls ``look()`` and makes ``cycles`` cycles each tick; each one freed
+    appends 1 to ``collected`` (the youngest generation's threshold is 700 objects)."""
+    import weakref
+
+    def hook(ctx):
+        look()
+        for _ in range(cycles):
+            weakref.finalize(Cycle(), collected.append, 1)
+        return []
+
+    return hook
+
+
 def test_paced_run_collects_garbage_between_ticks_and_restores_the_collector(tmp_path):
     """With --realtime the cyclic garbage collector never runs inside a tick: it is off during
     the ticks and run in the loop's slack on its own schedule (cycles made every tick are still
     freed during the run), and it is back on, with nothing left frozen, when the run ends."""
     import gc
-    import weakref
 
     enabled_in_tick, collected = [], []
-
-    class Cycle:
-        def __init__(self):
-            self.me = self
-
-    def make_garbage(ctx):
-        enabled_in_tick.append(gc.isenabled())
-        for _ in range(200):  # 200 cycles a tick: the youngest generation's threshold is 700
-            weakref.finalize(Cycle(), collected.append, 1)
-        return []
+    make_garbage = garbage_hook(200, collected, lambda: enabled_in_tick.append(gc.isenabled()))
 
     assert gc.isenabled()
     result, _ = run(tmp_path, "wait: 0.3 s", extra="rate_hz: 100\n", realtime=True, safety=[make_garbage])
@@ -188,19 +199,9 @@ def test_a_run_freezes_the_heap_it_starts_with_and_leaves_the_collector_as_it_fo
     whatever way the run ends; a heap someone else froze stays frozen, and is not unfrozen by the
     run. Garbage made during the run is still collected."""
     import gc
-    import weakref
 
     frozen, collected = [], []
-
-    class Cycle:
-        def __init__(self):
-            self.me = self
-
-    def watch(ctx):
-        frozen.append(gc.get_freeze_count())
-        for _ in range(100):
-            weakref.finalize(Cycle(), collected.append, 1)
-        return []
+    watch = garbage_hook(100, collected, lambda: frozen.append(gc.get_freeze_count()))
 
     before = gc.get_freeze_count()
     assert before == 0
