@@ -86,8 +86,14 @@ class BoardTracker:
     Before any detection, the markers of the last frame are aligned by ECC (the fine pass, then
     coarse + fine where it fails) straight from the corners the prediction gives them: the
     result is taken when every one is inside the image, correlates with its pattern by at least
-    ``track_min_correlation`` and the pose explains them all within ``max_marker_rms_px``
-    (a wrong prediction or a marker hidden since fails this and the frame is detected). Without
+    ``track_min_correlation`` and the pose explains them all within ``max_marker_rms_px`` or
+    ``track_rms_per_side`` of the markers' mean side, whichever is larger (a wrong prediction or a
+    marker hidden since fails this and the frame is detected). The pipeline's own RMS error grows
+    with the markers' size in the image: over the flagship's approaches, 0.009-0.011 of their side
+    at most from 30 to 115 px (``benchmarks/perception.py --rms``), so a fixed pixel limit
+    refused the alignments of close range, 0.13 m and nearer, and had them detected again at
+    four times the cost, to the same pose within 0.03 mm with three markers. A wrong lock is off
+    by a sizeable part of a cell (a side over 8 or more), ten times the limit. Without
     ``prior`` the prediction is the last pose moved again by the motion between the two frames
     before (constant velocity per frame). ECC ends where it would from detected corners, so the
     accuracy is the same; detection, a third of the time left, is skipped. ECC starts from the
@@ -119,6 +125,7 @@ class BoardTracker:
         threshold_window_cells: float = 1.5,
         detect_side_px: float = 64.0,
         track_min_correlation: float = 0.85,
+        track_rms_per_side: float = 0.015,
         coarse_search: bool = True,
     ) -> None:
         self.board = board
@@ -130,6 +137,7 @@ class BoardTracker:
         self.roi_margin, self.min_margin_px = roi_margin, min_margin_px
         self.max_roi_fraction, self.threshold_window_cells = max_roi_fraction, threshold_window_cells
         self.detect_side_px, self.track_min_correlation = detect_side_px, track_min_correlation
+        self.track_rms_per_side = track_rms_per_side
         self.coarse_search = coarse_search
         self.detector = make_detector(board, self.config)
         self._roi_params = self.detector.getDetectorParameters()
@@ -258,7 +266,7 @@ class BoardTracker:
         """The pose from the last frame's markers aligned by ECC straight from their predicted
         corners, no detection; None (detect) unless every one of them is in the image, aligns with
         a correlation of at least ``track_min_correlation`` and the pose explains them all within
-        ``max_marker_rms_px``. ``image``: grey, or a source asked for the windows ECC reads."""
+        ``max_marker_rms_px`` or ``track_rms_per_side`` of their mean side, the larger. ``image``: grey, or a source asked for the windows ECC reads."""
         ids, obj = self._track_points(self.last.marker_ids)
         cam = obj @ predicted[:3, :3].T + predicted[:3, 3]
         if min(cam[:, 2].tolist()) <= 1e-3:
@@ -292,9 +300,13 @@ class BoardTracker:
             return None
         found = _pose_from_ideal(ideal, ids, self.board, self.camera_matrix, config, predicted,
                                  corner_noise_px, rng, obj)
-        if (found is None or found.marker_ids != self.last.marker_ids
-                or found.reprojection_error_px > config.max_marker_rms_px):
+        if found is None or found.marker_ids != self.last.marker_ids:
             return None
+        if found.reprojection_error_px > config.max_marker_rms_px:  # allowed more for large markers
+            quads = np.asarray(ideal, dtype=np.float64).reshape(-1, 4, 2)
+            side = float(np.linalg.norm(np.roll(quads, -1, axis=1) - quads, axis=2).mean())
+            if found.reprojection_error_px > self.track_rms_per_side * side:
+                return None
         return found
 
     def _roi(self, board2cam: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, int, float] | None:
