@@ -89,11 +89,14 @@ class BoardTracker:
     ``track_min_correlation`` and the pose explains them all within ``max_marker_rms_px`` or
     ``track_rms_per_side`` of the markers' mean side, whichever is larger (a wrong prediction or a
     marker hidden since fails this and the frame is detected). The pipeline's own RMS error grows
-    with the markers' size in the image: over the flagship's approaches, 0.009-0.011 of their side
-    at most from 30 to 115 px (``benchmarks/perception.py --rms``), so a fixed pixel limit
-    refused the alignments of close range, 0.13 m and nearer, and had them detected again at
-    four times the cost, to the same pose within 0.03 mm with three markers. A wrong lock is off
-    by a sizeable part of a cell (a side over 8 or more), ten times the limit. Without
+    with the markers' size in the image: a board as printed and stuck on (markers a few tenths of
+    a millimetre off their drawing) and a lens as calibrated misfit the model by fixed fractions
+    of the board, so in pixels by a fixed fraction of the markers' side (over the flagship's
+    approaches, with the simulated world's per-run errors, 0.009-0.011 of it at most from 30 to
+    115 px: ``benchmarks/marker_rms.py``). A fixed pixel limit refused the alignments of close
+    range, from 0.13 m on, and had them detected again at four times the cost for the same pose
+    (within 0.03 mm with three markers). A wrong lock is off by a sizeable part of a cell (an
+    eighth of the side or more), ten times the limit. Without
     ``prior`` the prediction is the last pose moved again by the motion between the two frames
     before (constant velocity per frame). ECC ends where it would from detected corners, so the
     accuracy is the same; detection, a third of the time left, is skipped. ECC starts from the
@@ -266,7 +269,8 @@ class BoardTracker:
         """The pose from the last frame's markers aligned by ECC straight from their predicted
         corners, no detection; None (detect) unless every one of them is in the image, aligns with
         a correlation of at least ``track_min_correlation`` and the pose explains them all within
-        ``max_marker_rms_px`` or ``track_rms_per_side`` of their mean side, the larger. ``image``: grey, or a source asked for the windows ECC reads."""
+        ``max_marker_rms_px`` or ``track_rms_per_side`` of their mean side, the larger.
+        ``image``: grey, or a source asked for the windows ECC reads."""
         ids, obj = self._track_points(self.last.marker_ids)
         cam = obj @ predicted[:3, :3].T + predicted[:3, 3]
         if min(cam[:, 2].tolist()) <= 1e-3:
