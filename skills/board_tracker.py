@@ -93,7 +93,7 @@ class BoardTracker:
     a millimetre off their drawing) and a lens as calibrated misfit the model by fixed fractions
     of the board, so in pixels by a fixed fraction of the markers' side (over the flagship's
     approaches, with the simulated world's per-run errors, 0.009-0.011 of it at most from 30 to
-    115 px: ``benchmarks/marker_rms.py``). A fixed pixel limit refused the alignments of close
+    120 px: ``benchmarks/marker_rms.py``). A fixed pixel limit refused the alignments of close
     range, from 0.13 m on, and had them detected again at four times the cost for the same pose
     (within 0.03 mm with three markers). A wrong lock is off by a sizeable part of a cell (an
     eighth of the side or more), ten times the limit. Without
