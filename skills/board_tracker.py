@@ -307,8 +307,7 @@ class BoardTracker:
         if found is None or found.marker_ids != self.last.marker_ids:
             return None
         if found.reprojection_error_px > config.max_marker_rms_px:  # allowed more for large markers
-            quads = np.asarray(ideal, dtype=np.float64).reshape(-1, 4, 2)
-            side = float(np.linalg.norm(np.roll(quads, -1, axis=1) - quads, axis=2).mean())
+            side = float(np.mean([_mean_side(q) for q in np.asarray(ideal, dtype=np.float64).reshape(-1, 4, 2)]))
             if found.reprojection_error_px > self.track_rms_per_side * side:
                 return None
         return found
